@@ -1,0 +1,124 @@
+"""Corpus loading, canonical text, document ids and the fingerprint."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spanchor_core.corpus import Corpus, canonicalize, load_corpus, sha256_text
+from spanchor_core.errors import CorpusError, InputError
+from spanchor_core.spans import DocSpan
+
+
+def test_canonicalize_unifies_newlines_and_composes() -> None:
+    assert canonicalize("a\r\nb\rc\n") == "a\nb\nc\n"
+    assert canonicalize("e\u0301") == "\u00e9"
+    # nothing else changes: tabs, trailing spaces, compatibility characters stay
+    assert canonicalize("x\t \ufb01 ") == "x\t \ufb01 "
+
+
+@given(st.text())
+def test_canonicalize_is_idempotent(text: str) -> None:
+    once = canonicalize(text)
+    assert canonicalize(once) == once
+    assert "\r" not in once
+
+
+def test_load_corpus_ids_are_relative_paths_without_suffix(tmp_path: Path) -> None:
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "a.md").write_text("alpha", encoding="utf-8")
+    (tmp_path / "guide" / "b.txt").write_bytes(b"\xef\xbb\xbfbeta\r\n")
+    (tmp_path / ".hidden.md").write_text("secret", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "c.txt").write_text("no", encoding="utf-8")
+    (tmp_path / "skip.json").write_text("{}", encoding="utf-8")
+    corpus = load_corpus(tmp_path)
+    assert list(corpus) == ["a", "guide/b"]
+    assert corpus.text("guide/b") == "beta\n"  # BOM dropped, CRLF unified
+    assert corpus["guide/b"].sha256 == sha256_text("beta\n")
+    assert corpus.root == tmp_path
+
+
+def test_globs_are_configurable(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("alpha", encoding="utf-8")
+    (tmp_path / "b.rst").write_text("beta", encoding="utf-8")
+    assert list(load_corpus(tmp_path, globs=["*.rst"])) == ["b"]
+
+
+def test_two_files_with_one_id_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("one", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("two", encoding="utf-8")
+    with pytest.raises(CorpusError, match="would both get the document id 'a'"):
+        load_corpus(tmp_path)
+
+
+def test_not_utf8_names_file_and_byte(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9 ok")
+    with pytest.raises(CorpusError) as info:
+        load_corpus(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / 'bad.txt'}: not valid UTF-8 at byte 3")
+    assert isinstance(info.value, InputError)
+
+
+def test_symlink_out_of_root_is_rejected(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret", encoding="utf-8")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ok.txt").write_text("fine", encoding="utf-8")
+    os.symlink(outside, root / "leak.txt")
+    with pytest.raises(CorpusError, match="outside the corpus root"):
+        load_corpus(root)
+
+
+def test_symlink_inside_root_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "real.txt").write_text("fine", encoding="utf-8")
+    os.symlink(tmp_path / "real.txt", tmp_path / "alias.txt")
+    assert list(load_corpus(tmp_path)) == ["alias", "real"]
+
+
+@pytest.mark.parametrize("pattern", ["../*.txt", "/etc/*.txt"])
+def test_globs_cannot_leave_root(tmp_path: Path, pattern: str) -> None:
+    (tmp_path / "a.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(CorpusError, match="outside the corpus root"):
+        load_corpus(tmp_path, globs=[pattern])
+
+
+@pytest.mark.parametrize("bad_id", ["../x", "/abs", "a/../../b", ""])
+def test_in_memory_ids_cannot_escape(bad_id: str) -> None:
+    with pytest.raises(CorpusError):
+        Corpus.from_texts({bad_id: "text"})
+
+
+def test_missing_and_empty_roots(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match="does not exist"):
+        load_corpus(tmp_path / "nope")
+    with pytest.raises(CorpusError, match="no documents"):
+        load_corpus(tmp_path)
+    (tmp_path / "f.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(CorpusError, match="not a directory"):
+        load_corpus(tmp_path / "f.txt")
+
+
+def test_fingerprint_is_order_independent_and_content_sensitive() -> None:
+    one = Corpus.from_texts({"a": "x", "b": "y"})
+    two = Corpus.from_texts({"b": "y", "a": "x"})
+    assert one.fingerprint == two.fingerprint
+    assert list(two) == ["a", "b"]
+    assert Corpus.from_texts({"a": "x", "b": "z"}).fingerprint != one.fingerprint
+    assert Corpus.from_texts({"a": "x", "c": "y"}).fingerprint != one.fingerprint
+    # canonically equal texts give the same fingerprint
+    crlf = Corpus.from_texts({"a": "x\r\n"})
+    assert crlf.fingerprint == Corpus.from_texts({"a": "x\n"}).fingerprint
+
+
+def test_find_all_canonicalises_the_needle() -> None:
+    corpus = Corpus.from_texts({"b": "caf\u00e9 and caf\u00e9", "a": "caf\u00e9"})
+    found = corpus.find_all("cafe\u0301")
+    assert found == [DocSpan("a", 0, 4), DocSpan("b", 0, 4), DocSpan("b", 9, 13)]
+    assert corpus.find_all("café", document_id="a") == [DocSpan("a", 0, 4)]
+    assert corpus.find_all("") == []
