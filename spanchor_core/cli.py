@@ -13,10 +13,19 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from spanchor_core._version import __version__
+from spanchor_core.compare import ChangeStatus, Comparison, write_comparison
 from spanchor_core.corpus import DEFAULT_GLOBS, load_corpus
-from spanchor_core.errors import SpanchorError
+from spanchor_core.errors import InputError, SpanchorError
+from spanchor_core.evaluate import Evaluation, check_run_provenance, write_evaluation
+from spanchor_core.evaluate import evaluate as evaluate_run
+from spanchor_core.gate import GateConfig, gate_config_from_pyproject, run_gate
+from spanchor_core.gold import read_gold
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_METRICS, DEFAULT_MIN_OVERLAP, split_metric_name
+from spanchor_core.policy import Policy, load_policy, policy_from_mapping
+from spanchor_core.runs import read_run
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNMAPPED", "app", "main"]
 
@@ -78,6 +87,317 @@ def info(
         f"{len(corpus)} documents, {corpus.total_chars} characters, "
         f"fingerprint {corpus.fingerprint}"
     )
+
+
+def _parse_k(value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(part) for part in value.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a K or a comma-separated list of K") from None
+    if not ks or any(k < 1 for k in ks):
+        raise typer.BadParameter("K values must be positive integers, e.g. --k 5 or --k 1,3,5,10")
+    return tuple(sorted(set(ks)))
+
+
+def _evaluation_table(evaluation: Evaluation) -> Table:
+    """Aggregate means as a metric × K grid, plus the whole-list metrics."""
+    ks = evaluation.settings.k
+    table = Table(title=f"{len(evaluation)} queries", title_justify="left")
+    table.add_column("metric")
+    for k in ks:
+        table.add_column(f"@{k}", justify="right")
+    families: dict[str, dict[int, float]] = {}
+    whole: dict[str, float] = {}
+    for name in evaluation.metric_names:
+        family, cutoff = split_metric_name(name)
+        metric = DEFAULT_METRICS.get(family)
+        if metric is not None and not metric.score:
+            continue
+        if cutoff is None:
+            whole[family] = evaluation.mean(name)
+        else:
+            families.setdefault(family, {})[cutoff] = evaluation.mean(name)
+    for family, by_k in families.items():
+        table.add_row(family, *(f"{by_k[k]:.3f}" if k in by_k else "" for k in ks))
+    for family, value in whole.items():
+        table.add_row(f"{family} (all ranks)", f"{value:.3f}", *([""] * (len(ks) - 1)))
+    return table
+
+
+def _mapping_line(evaluation: Evaluation) -> str:
+    stats = evaluation.mapping
+    parts = [f"{status} {count}" for status, count in stats.counts.items() if count]
+    if stats.hint_rejected:
+        parts.append(f"wrong offsets re-anchored {stats.hint_rejected}")
+    return (
+        f"mapping: {stats.total} results — {', '.join(parts) or 'none'}; "
+        f"unmapped rate {stats.unmapped_rate:.1%}"
+    )
+
+
+def _coverage_line(evaluation: Evaluation) -> str:
+    parts = [f"queries: {len(evaluation)} scored"]
+    for label, items in (
+        ("missing from the run (scored 0)", evaluation.missing_in_run),
+        ("run records not in the gold set", evaluation.not_in_gold),
+        ("unresolved query texts", evaluation.unresolved),
+        ("duplicate records (last kept)", evaluation.duplicates),
+        ("failed retrievals (scored 0)", evaluation.errors),
+        ("skipped gold queries", tuple(evaluation.skipped)),
+    ):
+        if items:
+            parts.append(f"{len(items)} {label}")
+    return ", ".join(parts)
+
+
+@app.command()
+def evaluate(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
+    run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
+    k: Annotated[
+        str, typer.Option("--k", help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.")
+    ] = ",".join(str(value) for value in DEFAULT_K),
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the evaluation JSON here.")
+    ] = None,
+    min_overlap: Annotated[
+        float,
+        typer.Option(help="Fraction of an anchor that must be covered for hit / full evidence."),
+    ] = DEFAULT_MIN_OVERLAP,
+    max_unmapped_rate: Annotated[
+        float,
+        typer.Option(help="Exit 3 when more than this fraction of results cannot be mapped."),
+    ] = 0.1,
+    glob: GlobOption = None,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(help="Score a run recorded against another corpus or gold-set version."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
+) -> None:
+    """Map a run's results onto the documents and score every gold query.
+
+    Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
+    """
+    ks = _parse_k(k)
+    if not 0.0 <= max_unmapped_rate <= 1.0:
+        raise typer.BadParameter("--max-unmapped-rate must be between 0 and 1")
+    corpus = load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
+    gold_set = read_gold(gold)
+    run_data = read_run(run)
+    if not allow_mismatch:
+        check_run_provenance(run_data, corpus, gold_set)
+    evaluation = evaluate_run(corpus, gold_set, run_data, k=ks, min_overlap=min_overlap)
+    if run_data.records and len(evaluation.missing_in_run) == len(evaluation):
+        raise InputError(
+            f"none of the run's {len(run_data.records)} records matches a query of {gold}",
+            path=run,
+            hint="check that the run was recorded for this gold set",
+        )
+    if output is not None:
+        write_evaluation(evaluation, output)
+    console = _console()
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if not quiet:
+        console.print(_evaluation_table(evaluation))
+        console.print(_mapping_line(evaluation))
+        console.print(_coverage_line(evaluation))
+        if output is not None:
+            console.print(f"wrote {output}")
+    for warning in evaluation.warnings:
+        err.print(f"warning: {warning}")
+    rate = evaluation.mapping.unmapped_rate
+    if rate > max_unmapped_rate:
+        err.print(
+            f"unmapped rate {rate:.1%} exceeds --max-unmapped-rate {max_unmapped_rate:.1%}: "
+            "check that the run was made from these documents"
+        )
+        raise typer.Exit(EXIT_UNMAPPED)
+
+
+def _comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
+    """The regressions (worst first) and the aggregate deltas with their intervals."""
+    tables: list[Table] = []
+    regressions = sorted(
+        (row for row in comparison.queries if row.status is ChangeStatus.REGRESSION),
+        key=lambda row: (-row.severity, row.query_id),
+    )
+    if regressions:
+        table = Table(title="regressions (worst first)", title_justify="left")
+        for column in ("query", "metric", "baseline", "candidate", "delta"):
+            table.add_column(column, justify="left" if column in ("query", "metric") else "right")
+        for row in regressions[:limit]:
+            for metric in row.regressed:
+                change = row.change(metric)
+                flaky = " (flaky)" if row.flaky else ""
+                table.add_row(
+                    row.query_id + flaky,
+                    metric,
+                    f"{change.baseline:.3f}",
+                    f"{change.candidate:.3f}",
+                    f"{change.delta:+.3f}",
+                )
+        if len(regressions) > limit:
+            table.caption = f"… and {len(regressions) - limit} more"
+        tables.append(table)
+    aggregates = Table(title="aggregates", title_justify="left")
+    for column in ("metric", "baseline", "candidate", "delta", "95% CI", "p"):
+        aggregates.add_column(column, justify="left" if column == "metric" else "right")
+    for agg in comparison.aggregates:
+        interval = (
+            f"[{agg.ci_low:+.3f}, {agg.ci_high:+.3f}]"
+            if agg.ci_low is not None and agg.ci_high is not None
+            else ""
+        )
+        aggregates.add_row(
+            agg.metric,
+            "" if agg.baseline_mean is None else f"{agg.baseline_mean:.3f}",
+            "" if agg.candidate_mean is None else f"{agg.candidate_mean:.3f}",
+            "" if agg.delta is None else f"{agg.delta:+.3f}",
+            interval,
+            "" if agg.p_value is None else f"{agg.p_value:.3g}",
+        )
+    tables.append(aggregates)
+    return tables
+
+
+def _print_comparison(comparison: Comparison, quiet: bool) -> None:
+    console = _console()
+    counts = comparison.counts
+    verdict = "[bold green]PASS[/]" if comparison.passed else "[bold red]FAIL[/]"
+    if not quiet:
+        for table in _comparison_tables(comparison):
+            console.print(table)
+    for finding in comparison.findings:
+        colour = "red" if finding.severity == "error" else "yellow"
+        console.print(f"[{colour}]{finding.severity}[/]: {finding.message}")
+    console.print(
+        f"{verdict}: {counts['compared']} queries compared — {counts['regressed']} regressed, "
+        f"{counts['improved']} improved, {counts['unchanged']} unchanged"
+    )
+
+
+def _policy_with_overrides(
+    policy_path: Path | None, max_recall_drop: float | None, max_precision_drop: float | None
+) -> Policy | None:
+    """The policy file, with spanchor 0.x's --max-recall-drop/--max-precision-drop on top.
+
+    As in 0.x the two flags gate ``recall@5`` and ``precision@5`` and win over the file.
+    """
+    policy = load_policy(policy_path) if policy_path is not None else None
+    extra = {
+        name: value
+        for name, value in (("recall@5", max_recall_drop), ("precision@5", max_precision_drop))
+        if value is not None
+    }
+    if not extra:
+        return policy
+    if policy is None:
+        return policy_from_mapping({"max_drop": extra})
+    data = policy.model_dump()
+    data["max_drop"] = {**data["max_drop"], **extra}
+    return policy_from_mapping(data)
+
+
+@app.command("compare")
+def compare_command(
+    baseline: Annotated[Path, typer.Argument(help="Baseline evaluation or run file.")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate evaluation or run file.")],
+    policy: Annotated[
+        Path | None, typer.Option("--policy", help="Policy file: JSON, TOML or pyproject.toml.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the comparison JSON here.")
+    ] = None,
+    max_recall_drop: Annotated[
+        float | None, typer.Option(help="Largest allowed per-query drop of recall@5.")
+    ] = None,
+    max_precision_drop: Annotated[
+        float | None, typer.Option(help="Largest allowed per-query drop of precision@5.")
+    ] = None,
+    docs: Annotated[
+        Path | None, typer.Option(help="Documents, when BASELINE/CANDIDATE are run files.")
+    ] = None,
+    gold: Annotated[
+        Path | None, typer.Option(help="Gold set, when BASELINE/CANDIDATE are run files.")
+    ] = None,
+    k: Annotated[
+        str, typer.Option("--k", help="Cutoffs used when evaluating run files.")
+    ] = ",".join(str(value) for value in DEFAULT_K),
+    seed: Annotated[
+        int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
+    ] = None,
+    glob: GlobOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+) -> None:
+    """Compare a candidate with a baseline; exit 1 on any regression.
+
+    Example: spanchor compare base.json cand.json --policy policy.json -o comparison.json
+    """
+    config = GateConfig(
+        docs=docs,
+        gold=gold,
+        baseline=baseline,
+        candidate=candidate,
+        k=_parse_k(k),
+        globs=tuple(glob) if glob else DEFAULT_GLOBS,
+        seed=seed,
+    )
+    chosen = _policy_with_overrides(policy, max_recall_drop, max_precision_drop)
+    outcome = run_gate(config, policy=chosen)
+    if output is not None:
+        write_comparison(outcome.comparison, output)
+    _print_comparison(outcome.comparison, quiet)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def gate(
+    config_file: Annotated[
+        Path, typer.Option("--config", help="pyproject.toml holding [tool.spanchor].")
+    ] = Path("pyproject.toml"),
+    docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
+    gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
+    candidate: Annotated[Path | None, typer.Option(help="Candidate run or evaluation.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Policy file.")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="Cutoffs, e.g. 1,3,5,10.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", "--json", help="Comparison JSON.")
+    ] = None,
+    max_unmapped_rate: Annotated[
+        float | None, typer.Option(help="Exit 3 when the candidate maps worse than this.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+) -> None:
+    """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 3).
+
+    Every option can live in [tool.spanchor] of pyproject.toml, so that `spanchor gate`
+    alone is the CI step. Example:
+
+    spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
+    --candidate runs/cand.jsonl
+    """
+    config = gate_config_from_pyproject(
+        config_file,
+        docs=docs,
+        gold=gold,
+        baseline=baseline,
+        candidate=candidate,
+        policy=policy,
+        k=None if k is None else _parse_k(k),
+        json=output,
+        max_unmapped_rate=max_unmapped_rate,
+    )
+    outcome = run_gate(config, policy_base=config_file)
+    if config.json_output is not None:
+        write_comparison(outcome.comparison, config.json_output)
+    _print_comparison(outcome.comparison, quiet)
+    if outcome.unmapped_exceeded:
+        rate = outcome.candidate.mapping.unmapped_rate
+        _console().print(f"unmapped rate {rate:.1%} exceeds {config.max_unmapped_rate:.1%}")
+    raise typer.Exit(outcome.exit_code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,212 @@
+"""The CI gate as a library function: evaluate a baseline and a candidate, compare, decide.
+
+``spanchor gate`` is a thin wrapper over :func:`run_gate`. Every path and threshold can come
+from a ``[tool.spanchor]`` table in ``pyproject.toml`` (see :class:`GateConfig`), so that in
+a configured repository ``spanchor gate`` alone is the CI step. Either side may be given as
+a run file (evaluated here against ``docs`` and ``gold``) or as an evaluation file written
+earlier (ours or spanchor 0.x's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spanchor_core.compare import Comparison, compare
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
+from spanchor_core.errors import EvaluationFileError, InputError
+from spanchor_core.evaluate import Evaluation, check_run_provenance, evaluate, read_evaluation
+from spanchor_core.gold import GoldSet, read_gold
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.policy import Policy, load_policy, policy_from_mapping
+from spanchor_core.runs import read_run
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_UNMAPPED",
+    "GateConfig",
+    "GateOutcome",
+    "file_kind",
+    "gate_config_from_pyproject",
+    "load_side",
+    "run_gate",
+]
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNMAPPED = 3
+
+
+def file_kind(path: str | os.PathLike[str]) -> Literal["evaluation", "run"]:
+    """Whether ``path`` holds an evaluation (ours or 0.x) or a run/results file.
+
+    Decided by content, never by extension: a single JSON object that says it is an
+    evaluation (``kind``) or has 0.x's ``per_query_metrics`` is an evaluation; anything else
+    (JSONL runs, 0.x results shapes) is read as a run.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file does not exist", path=file) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read file: {err}", path=file) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return "run"
+    if isinstance(data, dict) and (
+        data.get("kind") == "spanchor.evaluation" or "per_query_metrics" in data
+    ):
+        return "evaluation"
+    return "run"
+
+
+def load_side(
+    path: str | os.PathLike[str],
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] = DEFAULT_K,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    allow_mismatch: bool = False,
+) -> Evaluation:
+    """One side of a comparison: an evaluation file as it is, or a run evaluated now."""
+    if file_kind(path) == "evaluation":
+        return read_evaluation(path)
+    if corpus is None or gold is None:
+        raise InputError(
+            "is a run file; comparing runs needs the documents and the gold set",
+            path=Path(path),
+            hint="pass --docs DIR and --gold FILE, or compare evaluation files",
+        )
+    run = read_run(path)
+    if not allow_mismatch:
+        check_run_provenance(run, corpus, gold)
+    return evaluate(corpus, gold, run, k=k, min_overlap=min_overlap)
+
+
+class GateConfig(BaseModel):
+    """Everything ``spanchor gate`` needs; the keys of ``[tool.spanchor]`` in pyproject.toml.
+
+    Relative paths are relative to the directory of the pyproject.toml they came from.
+    ``policy`` is a path to a policy file, or the policy itself as an inline table.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    docs: Path | None = None
+    gold: Path | None = None
+    baseline: Path
+    candidate: Path
+    k: tuple[int, ...] = DEFAULT_K
+    min_overlap: float = Field(default=DEFAULT_MIN_OVERLAP, ge=0.0, le=1.0)
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    policy: Path | dict[str, Any] | None = None
+    max_unmapped_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    report: Path | None = None
+    json_output: Path | None = Field(default=None, alias="json")
+    junit: Path | None = None
+    redact: bool = False
+    seed: int | None = None
+    allow_mismatch: bool = False
+
+    def resolved_policy(self, base: Path | None = None) -> Policy | None:
+        if self.policy is None:
+            return None
+        if isinstance(self.policy, dict):
+            return policy_from_mapping(self.policy, path=base)
+        return load_policy(self.policy)
+
+
+_PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit")
+
+
+def gate_config_from_pyproject(
+    path: str | os.PathLike[str] = "pyproject.toml", **overrides: Any
+) -> GateConfig:
+    """Read ``[tool.spanchor]`` from ``path``; ``overrides`` (not None) win over the file."""
+    file = Path(path)
+    table: Mapping[str, Any] = {}
+    if file.exists():
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise EvaluationFileError(f"not valid TOML: {err}", path=file) from None
+        tool = data.get("tool", {})
+        found = tool.get("spanchor", {}) if isinstance(tool, dict) else {}
+        table = found if isinstance(found, dict) else {}
+    merged: dict[str, Any] = {}
+    for key, value in table.items():
+        if key in _PATH_KEYS or (key == "policy" and isinstance(value, str)):
+            value = file.parent / value
+        merged[key] = value
+    merged.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return GateConfig.model_validate(merged)
+    except ValidationError as err:
+        problem = err.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "[tool.spanchor]"
+        raise EvaluationFileError(
+            f"[tool.spanchor] {where}: {problem['msg']}",
+            path=file,
+            hint="set it in [tool.spanchor] of pyproject.toml or pass it on the command line",
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """Both evaluations, their comparison and the exit code the CI step should return."""
+
+    baseline: Evaluation
+    candidate: Evaluation
+    comparison: Comparison
+    gold: GoldSet | None
+    corpus: Corpus | None
+    unmapped_exceeded: bool
+
+    @property
+    def exit_code(self) -> int:
+        """1 for a failed comparison, else 3 when the candidate's unmapped rate is too high."""
+        if not self.comparison.passed:
+            return EXIT_REGRESSION
+        return EXIT_UNMAPPED if self.unmapped_exceeded else EXIT_OK
+
+
+def run_gate(
+    config: GateConfig, *, policy: Policy | None = None, policy_base: Path | None = None
+) -> GateOutcome:
+    """Evaluate both sides as needed and compare them under the configured policy.
+
+    ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
+    """
+    corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
+    gold = read_gold(config.gold) if config.gold is not None else None
+    sides = [
+        load_side(
+            path,
+            corpus=corpus,
+            gold=gold,
+            k=config.k,
+            min_overlap=config.min_overlap,
+            allow_mismatch=config.allow_mismatch,
+        )
+        for path in (config.baseline, config.candidate)
+    ]
+    chosen = policy if policy is not None else config.resolved_policy(policy_base)
+    comparison = compare(sides[0], sides[1], chosen, seed=config.seed)
+    exceeded = (
+        config.max_unmapped_rate is not None
+        and sides[1].mapping.unmapped_rate > config.max_unmapped_rate
+    )
+    return GateOutcome(sides[0], sides[1], comparison, gold, corpus, exceeded)

@@ -1,0 +1,148 @@
+"""The CLI through its entry point: exit codes, one-line errors, results read back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanchor_core import read_comparison, read_evaluation
+from spanchor_core.cli import main
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+DOCS = str(QUICKSTART / "docs")
+GOLD = str(QUICKSTART / "gold.jsonl")
+BASE = str(QUICKSTART / "runs" / "baseline.jsonl")
+CAND = str(QUICKSTART / "runs" / "candidate.jsonl")
+GOOD = str(QUICKSTART / "runs" / "candidate-overlap.jsonl")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_info_lists_documents(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "info", DOCS)
+    assert code == 0
+    assert "kettle-manual" in out
+    assert "4 documents" in out
+
+
+def test_evaluate_writes_an_evaluation_that_the_library_reads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "eval.json"
+    code, out, _ = run_cli(capsys, "evaluate", DOCS, GOLD, CAND, "--k", "1,5", "-o", str(target))
+    assert code == 0
+    evaluation = read_evaluation(target)
+    assert evaluation.settings.k == (1, 5)
+    assert len(evaluation) == 24
+    assert f"{evaluation.mean('recall@5'):.3f}" in out
+
+
+def test_evaluate_exit_3_when_unmapped_rate_exceeded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = tmp_path / "run.jsonl"
+    lines = Path(CAND).read_text(encoding="utf-8").splitlines()
+    # keep the header, replace every result text with text found in no document
+    header, records = lines[0], [json.loads(line) for line in lines[1:]]
+    for record in records:
+        for result in record["results"]:
+            result["text"] = "zzz qqq text that appears in none of the documents at all " * 2
+    run.write_text("\n".join([header, *(json.dumps(r) for r in records)]) + "\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run), "--max-unmapped-rate", "0.5")
+    assert code == 3
+    assert "unmapped rate 100.0%" in err
+
+
+def test_compare_runs_fails_on_regression_and_writes_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "cmp.json"
+    code, out, _ = run_cli(
+        capsys, "compare", BASE, CAND, "--docs", DOCS, "--gold", GOLD, "-o", str(target)
+    )
+    assert code == 1
+    comparison = read_comparison(target)
+    assert not comparison.passed
+    assert comparison.counts["regressed"] > 0
+    assert "FAIL" in out
+
+
+def test_compare_accepts_evaluation_files_and_0x_flags(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base, good = tmp_path / "b.json", tmp_path / "g.json"
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, BASE, "--k", "5", "-o", str(base))[0] == 0
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, GOOD, "--k", "5", "-o", str(good))[0] == 0
+    code, out, _ = run_cli(capsys, "compare", str(base), str(good), "--max-recall-drop", "0.05")
+    assert code == 0
+    assert "PASS" in out
+
+
+def test_gate_from_config_fails_then_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    config = str(QUICKSTART / "spanchor.toml")
+    assert run_cli(capsys, "gate", "--config", config)[0] == 1
+    assert run_cli(capsys, "gate", "--config", config, "--candidate", GOOD)[0] == 0
+
+
+def test_gate_reads_pyproject_in_the_working_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(QUICKSTART, tmp_path / "qs")
+    text = (tmp_path / "qs" / "spanchor.toml").read_text(encoding="utf-8")
+    (tmp_path / "qs" / "pyproject.toml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "qs")
+    assert run_cli(capsys, "gate", "-q", "--json", "out.json")[0] == 1
+    assert not read_comparison(tmp_path / "qs" / "out.json").passed
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["info", "nope"], "nope: corpus directory does not exist"),
+        (["evaluate", DOCS, "nope.jsonl", CAND], "nope.jsonl"),
+        (["evaluate", DOCS, GOLD, CAND, "--k", "0"], "K values must be positive"),
+        (["compare", BASE, CAND], "needs the documents and the gold set"),
+        (["evaluate", DOCS, GOLD, CAND, "--max-unmapped-rate", "7"], "between 0 and 1"),
+        (["bogus"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_run_for_another_gold_set_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lines = Path(CAND).read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["gold_sha256"] = "0" * 64
+    run = tmp_path / "run.jsonl"
+    run.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run))
+    assert code == 2
+    assert f"{run}:1: the run was recorded for another version of the gold set" in err
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, str(run), "--allow-mismatch")[0] == 0
+
+
+def test_demo_script_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo", QUICKSTART / "demo.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main() == 0
+    assert "exit code 1: as expected" in capsys.readouterr().out
