@@ -7,12 +7,14 @@ stderr and exit code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from spanchor_core._version import __version__
@@ -21,10 +23,16 @@ from spanchor_core.corpus import DEFAULT_GLOBS, load_corpus
 from spanchor_core.errors import InputError, SpanchorError
 from spanchor_core.evaluate import Evaluation, check_run_provenance, write_evaluation
 from spanchor_core.evaluate import evaluate as evaluate_run
-from spanchor_core.gate import GateConfig, gate_config_from_pyproject, run_gate
-from spanchor_core.gold import read_gold
+from spanchor_core.gate import GateConfig, GateOutcome, gate_config_from_pyproject, run_gate
+from spanchor_core.gold import read_gold, validate_gold
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_METRICS, DEFAULT_MIN_OVERLAP, split_metric_name
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
+from spanchor_core.reports import (
+    comparison_junit,
+    comparison_markdown,
+    evaluation_markdown,
+    write_report,
+)
 from spanchor_core.runs import read_run
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNMAPPED", "app", "main"]
@@ -45,7 +53,7 @@ _state = {"debug": False}
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def _version(value: bool) -> None:
@@ -82,11 +90,70 @@ def info(
     corpus = load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
     console = _console()
     for document_id, doc in corpus.items():
-        console.print(f"{document_id}\t{len(doc.text)} chars\t{doc.sha256[:12]}")
+        console.print(f"{document_id}\t{len(doc.text)} chars\t{doc.sha256[:12]}", markup=False)
     console.print(
         f"{len(corpus)} documents, {corpus.total_chars} characters, "
         f"fingerprint {corpus.fingerprint}"
     )
+
+
+def _err_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+@app.command()
+def validate(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
+    glob: GlobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+) -> None:
+    """Check every anchor of a gold set against the documents; list every problem (exit 2).
+
+    Example: spanchor validate docs/ gold.jsonl
+    """
+    corpus = load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
+    gold_set = read_gold(gold)
+    problems = validate_gold(gold_set, corpus)
+    anchors = sum(len(query.anchors) for query in gold_set.entries)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "documents": len(corpus),
+                    "queries": len(gold_set.entries),
+                    "anchors": anchors,
+                    "problems": [
+                        {
+                            "line": p.line,
+                            "query_id": p.query_id,
+                            "anchor": p.anchor,
+                            "code": p.code,
+                            "message": p.message,
+                        }
+                        for p in problems
+                    ],
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    else:
+        err = _err_console()
+        for problem in problems:
+            where = f"{gold}:{problem.line}: " if problem.line is not None else f"{gold}: "
+            err.print(
+                f"{where}{problem.query_id}: {problem.message} [{problem.code}]", markup=False
+            )
+        if problems:
+            err.print(f"{len(problems)} problem(s) in {gold}", markup=False)
+        else:
+            _console().print(
+                f"Validated {len(corpus)} document(s), {len(gold_set.entries)} quer"
+                f"{'y' if len(gold_set.entries) == 1 else 'ies'}, {anchors} anchor(s)"
+            )
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _parse_k(value: str) -> tuple[int, ...]:
@@ -161,6 +228,12 @@ def evaluate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the evaluation JSON here.")
     ] = None,
+    report: Annotated[
+        Path | None, typer.Option("-r", "--report", help="Write a Markdown report here.")
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Leave questions and evidence text out of reports.")
+    ] = False,
     min_overlap: Annotated[
         float,
         typer.Option(help="Fraction of an anchor that must be covered for hit / full evidence."),
@@ -197,16 +270,18 @@ def evaluate(
         )
     if output is not None:
         write_evaluation(evaluation, output)
+    if report is not None:
+        write_report(evaluation_markdown(evaluation, gold_set, redact=redact), report)
     console = _console()
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     if not quiet:
         console.print(_evaluation_table(evaluation))
-        console.print(_mapping_line(evaluation))
-        console.print(_coverage_line(evaluation))
+        console.print(_mapping_line(evaluation), markup=False)
+        console.print(_coverage_line(evaluation), markup=False)
         if output is not None:
-            console.print(f"wrote {output}")
+            console.print(f"wrote {output}", markup=False)
     for warning in evaluation.warnings:
-        err.print(f"warning: {warning}")
+        err.print(f"warning: {escape(warning)}")
     rate = evaluation.mapping.unmapped_rate
     if rate > max_unmapped_rate:
         err.print(
@@ -232,7 +307,7 @@ def _comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
                 change = row.change(metric)
                 flaky = " (flaky)" if row.flaky else ""
                 table.add_row(
-                    row.query_id + flaky,
+                    escape(row.query_id + flaky),
                     metric,
                     f"{change.baseline:.3f}",
                     f"{change.candidate:.3f}",
@@ -271,7 +346,7 @@ def _print_comparison(comparison: Comparison, quiet: bool) -> None:
             console.print(table)
     for finding in comparison.findings:
         colour = "red" if finding.severity == "error" else "yellow"
-        console.print(f"[{colour}]{finding.severity}[/]: {finding.message}")
+        console.print(f"[{colour}]{finding.severity}[/]: {escape(finding.message)}")
     console.print(
         f"{verdict}: {counts['compared']} queries compared — {counts['regressed']} regressed, "
         f"{counts['improved']} improved, {counts['unchanged']} unchanged"
@@ -300,6 +375,30 @@ def _policy_with_overrides(
     return policy_from_mapping(data)
 
 
+def _write_outputs(
+    outcome: GateOutcome,
+    *,
+    json_path: Path | None,
+    report: Path | None,
+    junit: Path | None,
+    redact: bool,
+) -> None:
+    if json_path is not None:
+        write_comparison(outcome.comparison, json_path)
+    if report is not None:
+        text = comparison_markdown(
+            outcome.comparison,
+            baseline=outcome.baseline,
+            candidate=outcome.candidate,
+            gold=outcome.gold,
+            corpus=outcome.corpus,
+            redact=redact,
+        )
+        write_report(text, report)
+    if junit is not None:
+        write_report(comparison_junit(outcome.comparison, redact=redact), junit)
+
+
 @app.command("compare")
 def compare_command(
     baseline: Annotated[Path, typer.Argument(help="Baseline evaluation or run file.")],
@@ -310,6 +409,15 @@ def compare_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the comparison JSON here.")
     ] = None,
+    report: Annotated[
+        Path | None, typer.Option("-r", "--report", help="Write a Markdown report here.")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML (one test case per query).")
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Leave questions and evidence text out of reports.")
+    ] = False,
     max_recall_drop: Annotated[
         float | None, typer.Option(help="Largest allowed per-query drop of recall@5.")
     ] = None,
@@ -346,8 +454,7 @@ def compare_command(
     )
     chosen = _policy_with_overrides(policy, max_recall_drop, max_precision_drop)
     outcome = run_gate(config, policy=chosen)
-    if output is not None:
-        write_comparison(outcome.comparison, output)
+    _write_outputs(outcome, json_path=output, report=report, junit=junit, redact=redact)
     _print_comparison(outcome.comparison, quiet)
     raise typer.Exit(outcome.exit_code)
 
@@ -365,6 +472,15 @@ def gate(
     k: Annotated[str | None, typer.Option("--k", help="Cutoffs, e.g. 1,3,5,10.")] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", "--json", help="Comparison JSON.")
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("-r", "--report", help="Markdown report (e.g. $GITHUB_STEP_SUMMARY)."),
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="JUnit XML report.")] = None,
+    redact: Annotated[
+        bool | None,
+        typer.Option("--redact/--no-redact", help="Leave questions and evidence out of reports."),
     ] = None,
     max_unmapped_rate: Annotated[
         float | None, typer.Option(help="Exit 3 when the candidate maps worse than this.")
@@ -388,11 +504,19 @@ def gate(
         policy=policy,
         k=None if k is None else _parse_k(k),
         json=output,
+        report=report,
+        junit=junit,
+        redact=redact,
         max_unmapped_rate=max_unmapped_rate,
     )
     outcome = run_gate(config, policy_base=config_file)
-    if config.json_output is not None:
-        write_comparison(outcome.comparison, config.json_output)
+    _write_outputs(
+        outcome,
+        json_path=config.json_output,
+        report=config.report,
+        junit=config.junit,
+        redact=config.redact,
+    )
     _print_comparison(outcome.comparison, quiet)
     if outcome.unmapped_exceeded:
         rate = outcome.candidate.mapping.unmapped_rate

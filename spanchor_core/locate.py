@@ -21,18 +21,32 @@ then the one nearest the offset hint, then the lowest ``(document_id, start)`` �
 that does not depend on the order documents were loaded in. ``resolved_by`` says which
 rule decided. A match never crosses a document boundary.
 
+Confidence: 1.0 for ``EXACT``, ``VERIFIED`` and ``SPAN``; for ``NORMALISED`` the
+similarity of the case-folded texts, capped at 0.99; for ``FUZZY`` the rapidfuzz ratio
+between the normalised text and the normalised span; ``AMBIGUOUS`` keeps the score of the
+stage that found the occurrences; 0.0 for ``UNMAPPED`` and ``INVALID``. ``hint_rejected``
+is true when offsets came with a result and the text was not found exactly there.
+
 Speed. Scanning the corpus once per result costs about 0.3 ms per MB per chunk, so the
 corpus is indexed once, lazily, by *minimizers*: for every window of ``window``
 consecutive ``kgram``-character substrings the one with the smallest (mixed polynomial)
-hash is kept, as sorted numpy arrays of hashes and positions (about ``2 / (window + 1)``
-of all positions). Any text of at least ``window + kgram - 1`` characters contains a full
+hash is kept, packed with its position into one sorted ``uint64`` array (about
+``2 / (window + 1)`` of all positions: 8 bytes per ~25 characters with the defaults).
+Any text of at least ``kgram + window - 1`` characters (67 by default) contains a full
 window, and that window's minimizer is indexed at the same relative place in every
-occurrence — so one lookup of the text's rarest minimizer yields every occurrence,
-which ``str.startswith`` then confirms. The whitespace-and-case view gets its own index
-(built only when some result needs it) plus a sparse map from normalised to canonical
-positions; approximate matching votes with all of a text's minimizers in that view to
-find the region, then aligns with rapidfuzz. Shorter texts, and texts whose minimizers
-are all too frequent to enumerate, take a documented slow path (a scan per document).
+occurrence — so one lookup of the text's rarest minimizer yields every occurrence, which
+``str.startswith`` confirms. The whitespace-and-case view gets its own index (built only
+when some result needs it) plus a map from normalised to canonical offsets that keeps
+every 32nd position and walks the rest. Approximate matching votes with all of a text's
+minimizers in that view for the region, then aligns with rapidfuzz (``Indel``).
+
+Slow paths, by design: texts shorter than ``kgram + window - 1`` characters, and texts
+whose minimizers all occur more than ``max_occurrences`` times, are found by a scan per
+document (``str.find``; a whitespace-tolerant regular expression for the normalised
+stage) — about 0.3 ms per MB of corpus each. Short texts that need approximate matching
+are aligned with ``rapidfuzz.fuzz.partial_ratio_alignment`` per document (about 10 ms
+per MB), only while the corpus (or the named document) is under ``fuzzy_scan_limit``
+characters; beyond that they are ``UNMAPPED`` with a reason saying so.
 """
 
 from __future__ import annotations
@@ -61,11 +75,15 @@ _MASK64: Final = (1 << 64) - 1
 _BASE: Final = 0x9E3779B97F4A7C15  # odd, so it has an inverse modulo 2**64
 _BASE_INV: Final = pow(_BASE, -1, 1 << 64)
 _SENTINEL: Final = np.uint64(_MASK64)  # "no k-gram here": never the minimum of a real window
-_BLOCK_CHARS: Final = 1 << 18
-_BATCH_CHARS: Final = 1 << 18  # code points per query batch (bounds temporary memory)
+_BLOCK_CHARS: Final = 16_000  # arrays stay under glibc's 128 KiB mmap threshold
+_BATCH_CHARS: Final = 16_000  # code points per query batch (same reason)
 _CHECKPOINT: Final = 32  # normalised -> canonical map keeps every 32nd position
-_FUZZY_MIN_CHARS: Final = 12
-_NORMALISED_CAP: Final = 0.99  # below this, approximate matching means nothing
+_SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the index
+_SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
+_FUZZY_MIN_CHARS: Final = 12  # below this, approximate matching means nothing
+_NORMALISED_CAP: Final = 0.99  # a normalised match never scores like an exact one
+_ALIGN_CELLS: Final = 16_000_000  # largest chunk x window alignment done in one piece
+_ALIGN_EDGE: Final = 2_000  # characters aligned at each end of longer texts
 
 _WS_LIMIT: Final = 0x3001  # every str.isspace() code point is below this
 _WS_TABLE: Final = np.array([chr(c).isspace() for c in range(_WS_LIMIT + 1)], dtype=np.bool_)
@@ -438,6 +456,7 @@ class Locator:
         self._starts: I64 = np.cumsum(lengths) - lengths
         self._total = int(lengths.sum())
         self._hasher = _Hasher(kgram)
+        self._scan_hasher = _Hasher(_SCAN_K)
         self._lock = threading.Lock()
         self._exact: _MinimizerIndex | None = None
         self._normalised: _NormalisedView | None = None
@@ -678,8 +697,7 @@ class Locator:
                     if self._texts[d].startswith(job.text, s)
                 ]
                 found[job.slot] = occ
-        for job in scan:
-            found[job.slot] = self._scan_exact(job.text)
+        found.update(self._scan_all(scan, normalised=False))
         remaining: list[_Pending] = []
         for job in pending:
             occ = found[job.slot]
@@ -688,6 +706,108 @@ class Locator:
             else:
                 remaining.append(job)
         return remaining
+
+    def _scan_all(
+        self, jobs: list[_Pending], *, normalised: bool
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        """Every occurrence of texts the index cannot find (short or too frequent).
+
+        Normalised texts, and many texts at once, share one rolling-hash pass over the
+        corpus (:meth:`_scan_pass`); a few exact texts are cheaper with ``str.find``.
+        Texts shorter than the pass's k-gram use ``str.find`` / the regex scan.
+        """
+        found: dict[int, list[tuple[int, int, int]]] = {}
+        needles = [job.norm if normalised else job.text for job in jobs]
+        batch = [i for i, n in enumerate(needles) if len(n) >= _SCAN_K]
+        if not normalised and len(batch) < _SCAN_BATCH_MIN:
+            batch = []
+        if batch:
+            hits = self._scan_pass([needles[i] for i in batch], normalised=normalised)
+            for i, occ in zip(batch, hits, strict=True):
+                found[jobs[i].slot] = occ
+        for job, needle in zip(jobs, needles, strict=True):
+            if job.slot not in found:
+                found[job.slot] = (
+                    self._scan_normalised(needle) if normalised else self._scan_exact(needle)
+                )
+        return found
+
+    def _scan_pass(
+        self, needles: list[str], *, normalised: bool
+    ) -> list[list[tuple[int, int, int]]]:
+        """One pass over every document finding all occurrences of all ``needles``.
+
+        Each needle (at least ``_SCAN_K`` characters) is looked for by the hash of its
+        first ``_SCAN_K`` characters; hits are filtered by the hash of its last ones and
+        then confirmed with ``str.startswith``. In the normalised view the pass runs over
+        each block's folded, whitespace-free characters and maps hits back through the
+        kept positions.
+        """
+        hasher = self._scan_hasher
+        k = _SCAN_K
+        longest = max(len(n) for n in needles)
+        ends = _codes("".join(n[:k] + n[-k:] for n in needles)).reshape(len(needles), 2 * k)
+        head = hasher.kgrams(ends[:, :k])[:, 0]
+        tail = hasher.kgrams(ends[:, k:])[:, 0]
+        order = np.argsort(head, kind="stable")
+        sorted_head = head[order]
+        sizes = np.array([len(n) for n in needles], dtype=np.int64)
+        out: list[list[tuple[int, int, int]]] = [[] for _ in needles]
+        for d, text in enumerate(self._texts):
+            for b in range(0, len(text), _BLOCK_CHARS):
+                stop = b + _BLOCK_CHARS
+                reach = longest - 1
+                while True:
+                    piece = text[b : stop + reach]
+                    if not normalised:
+                        kept = None
+                        codes = _codes(piece)
+                        own = min(len(piece), _BLOCK_CHARS)
+                        break
+                    folded = _codes(_fold(piece))
+                    keep_pos = np.flatnonzero(_keep_mask(folded))
+                    own = int(np.searchsorted(keep_pos, _BLOCK_CHARS))
+                    # enough normalised characters after this block's own starts?
+                    if len(keep_pos) - own >= longest - 1 or stop + reach >= len(text):
+                        kept = keep_pos
+                        codes = folded[keep_pos]
+                        break
+                    reach *= 2
+                if len(codes) < k or own == 0:
+                    continue
+                h = hasher.kgrams(codes)
+                starts = h[: min(own, len(h))]
+                lo = np.searchsorted(sorted_head, starts, side="left")
+                hi = np.searchsorted(sorted_head, starts, side="right")
+                count = hi - lo
+                at = np.flatnonzero(count)
+                if not len(at):
+                    continue
+                owner = np.repeat(at, count[at])
+                step = np.arange(len(owner)) - np.repeat(
+                    np.cumsum(count[at]) - count[at], count[at]
+                )
+                which = order[lo[owner] + step]
+                last = owner + sizes[which] - k
+                fits = last < len(h)
+                owner, which, last = owner[fits], which[fits], last[fits]
+                same = h[last] == tail[which]
+                owner, which = owner[same], which[same]
+                as_text = (
+                    codes.tobytes().decode("utf-32-le", "surrogatepass")
+                    if kept is not None
+                    else piece
+                )
+                for i, q in sorted(zip(owner.tolist(), which.tolist(), strict=True)):
+                    needle = needles[q]
+                    if not as_text.startswith(needle, i):
+                        continue
+                    if kept is None:
+                        out[q].append((d, b + i, b + i + len(needle)))
+                    else:
+                        end = int(kept[i + len(needle) - 1]) + 1
+                        out[q].append((d, b + int(kept[i]), b + end))
+        return out
 
     def _scan_exact(self, needle: str) -> list[tuple[int, int, int]]:
         """Slow path: every occurrence by ``str.find`` over each document."""
@@ -859,8 +979,7 @@ class Locator:
                     if _normalise(self._texts[d][cs:ce]) == job.norm:
                         occ.append((d, cs, ce))
                 found[job.slot] = occ
-        for job in scan:
-            found[job.slot] = self._scan_normalised(job.norm)
+        found.update(self._scan_all(scan, normalised=True))
         remaining: list[_Pending] = []
         for job in pending:
             occ = found[job.slot]
@@ -957,37 +1076,19 @@ class Locator:
         codes = _codes(_fold(window))
         kept = np.flatnonzero(_keep_mask(codes))
         norm_window = codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
-        blocks = [
-            b for b in Indel.opcodes(job.norm, norm_window).as_matching_blocks() if b.size > 0
-        ]
-        if not blocks:
-            return self._unmapped(job, "no alignment with the candidate region")
-        # Kadane over blocks: matched characters minus the characters skipped between them
-        # on either side, so stray matches (a prepended header's letters scattered over the
-        # text before the chunk) do not stretch the span; then grow the ends character by
-        # character, which undoes an aligner's arbitrary choice between equal alignments.
-        best_score, best_lo, best_hi = -1, 0, 0
-        cur_score, cur_lo = 0, 0
-        for i, blk in enumerate(blocks):
-            if i:
-                prev = blocks[i - 1]
-                gap = (blk.b - prev.b - prev.size) + (blk.a - prev.a - prev.size)
-            if i == 0 or cur_score - gap <= 0:
-                cur_score, cur_lo = blk.size, i
-            else:
-                cur_score += blk.size - gap
-            if cur_score > best_score:
-                best_score, best_lo, best_hi = cur_score, cur_lo, i
         chunk = job.norm
-        a_lo, n_lo = blocks[best_lo].a, blocks[best_lo].b
-        while a_lo > 0 and n_lo > 0 and chunk[a_lo - 1] == norm_window[n_lo - 1]:
-            a_lo -= 1
-            n_lo -= 1
-        a_hi = blocks[best_hi].a + blocks[best_hi].size
-        n_hi = blocks[best_hi].b + blocks[best_hi].size
-        while a_hi < len(chunk) and n_hi < len(norm_window) and chunk[a_hi] == norm_window[n_hi]:
-            a_hi += 1
-            n_hi += 1
+        if len(chunk) * len(norm_window) <= _ALIGN_CELLS:
+            bounds = _aligned_bounds(chunk, norm_window)
+        else:
+            # Long texts: the full alignment matrix would be too big, so place the start
+            # by aligning the heads and the end by aligning the tails.
+            head = _aligned_bounds(chunk[:_ALIGN_EDGE], norm_window[: 2 * _ALIGN_EDGE])
+            cut = max(0, len(norm_window) - 2 * _ALIGN_EDGE)
+            tail = _aligned_bounds(chunk[-_ALIGN_EDGE:], norm_window[cut:])
+            bounds = None if head is None or tail is None else (head[0], cut + tail[1])
+        if bounds is None or bounds[1] <= bounds[0]:
+            return self._unmapped(job, "no alignment with the candidate region")
+        n_lo, n_hi = bounds
         score = fuzz.ratio(job.norm, norm_window[n_lo:n_hi]) / 100.0
         start = c_lo + int(kept[n_lo])
         end = c_lo + int(kept[n_hi - 1]) + 1
@@ -1032,6 +1133,43 @@ class Locator:
         return self._unmapped(
             job, f"not found; best approximate match scored {score:.3f}, below the threshold"
         )
+
+
+def _aligned_bounds(chunk: str, window: str) -> tuple[int, int] | None:
+    """Where ``chunk`` lies in ``window`` (both normalised), as ``[lo, hi)`` of ``window``.
+
+    Kadane over rapidfuzz's matching blocks: matched characters minus the characters
+    skipped between blocks on either side, so stray matches (a prepended header's
+    letters scattered over the text before the chunk) do not stretch the span; then the
+    ends grow character by character, undoing the aligner's arbitrary choice between
+    equally good alignments.
+    """
+    blocks = [b for b in Indel.opcodes(chunk, window).as_matching_blocks() if b.size > 0]
+    if not blocks:
+        return None
+    best_score, best_lo, best_hi = -1, 0, 0
+    cur_score, cur_lo = 0, 0
+    for i, blk in enumerate(blocks):
+        gap = 0
+        if i:
+            prev = blocks[i - 1]
+            gap = (blk.b - prev.b - prev.size) + (blk.a - prev.a - prev.size)
+        if i == 0 or cur_score - gap <= 0:
+            cur_score, cur_lo = blk.size, i
+        else:
+            cur_score += blk.size - gap
+        if cur_score > best_score:
+            best_score, best_lo, best_hi = cur_score, cur_lo, i
+    a_lo, lo = blocks[best_lo].a, blocks[best_lo].b
+    while a_lo > 0 and lo > 0 and chunk[a_lo - 1] == window[lo - 1]:
+        a_lo -= 1
+        lo -= 1
+    a_hi = blocks[best_hi].a + blocks[best_hi].size
+    hi = blocks[best_hi].b + blocks[best_hi].size
+    while a_hi < len(chunk) and hi < len(window) and chunk[a_hi] == window[hi]:
+        a_hi += 1
+        hi += 1
+    return lo, hi
 
 
 def _with_confidence(loc: Location, confidence: float) -> Location:

@@ -298,6 +298,18 @@ def test_trailing_period_dropped_with_header_is_fuzzy(locator: Locator) -> None:
     assert loc.confidence < 1.0
 
 
+def test_long_altered_text_is_aligned_at_both_ends() -> None:
+    doc = prose(50, 6000)
+    corpus = Corpus.from_texts({"long": doc, "other": prose(51, 300)})
+    start = doc.index(" ", 1000) + 1
+    end = doc.index(".", 50_000) + 1
+    altered = "title: long\n\n" + " ".join(doc[start:end].split()).replace(". ", " ")
+    loc = Locator(corpus).locate(altered)
+    assert loc.status is MatchStatus.FUZZY
+    assert _near(loc, "long", start, end)
+    assert 0.9 < loc.confidence < 1.0
+
+
 def test_fuzzy_below_threshold_is_unmapped_with_reason(corpus: Corpus) -> None:
     strict = Locator(corpus, fuzzy_threshold=0.999)
     loc = strict.locate("title: Report\n\n" + UNIQUE)
