@@ -79,6 +79,7 @@ _BLOCK_CHARS: Final = 16_000  # arrays stay under glibc's 128 KiB mmap threshold
 _BATCH_CHARS: Final = 16_000  # code points per query batch (same reason)
 _CHECKPOINT: Final = 32  # normalised -> canonical map keeps every 32nd position
 _SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the index
+_SCAN_K_MIN: Final = 4  # shorter normalised texts use a regular-expression scan
 _SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
 _FUZZY_MIN_CHARS: Final = 12  # below this, approximate matching means nothing
 _NORMALISED_CAP: Final = 0.99  # a normalised match never scores like an exact one
@@ -456,7 +457,7 @@ class Locator:
         self._starts: I64 = np.cumsum(lengths) - lengths
         self._total = int(lengths.sum())
         self._hasher = _Hasher(kgram)
-        self._scan_hasher = _Hasher(_SCAN_K)
+        self._scan_hashers: dict[int, _Hasher] = {}
         self._lock = threading.Lock()
         self._exact: _MinimizerIndex | None = None
         self._normalised: _NormalisedView | None = None
@@ -718,12 +719,16 @@ class Locator:
         """
         found: dict[int, list[tuple[int, int, int]]] = {}
         needles = [job.norm if normalised else job.text for job in jobs]
-        batch = [i for i, n in enumerate(needles) if len(n) >= _SCAN_K]
-        if not normalised and len(batch) < _SCAN_BATCH_MIN:
-            batch = []
-        if batch:
-            hits = self._scan_pass([needles[i] for i in batch], normalised=normalised)
-            for i, occ in zip(batch, hits, strict=True):
+        groups = [
+            [i for i, n in enumerate(needles) if len(n) >= _SCAN_K],
+            [i for i, n in enumerate(needles) if _SCAN_K_MIN <= len(n) < _SCAN_K],
+        ]
+        for group in groups:
+            if not group or (not normalised and len(group) < _SCAN_BATCH_MIN):
+                continue
+            k = min(_SCAN_K, min(len(needles[i]) for i in group))
+            hits = self._scan_pass([needles[i] for i in group], k, normalised=normalised)
+            for i, occ in zip(group, hits, strict=True):
                 found[jobs[i].slot] = occ
         for job, needle in zip(jobs, needles, strict=True):
             if job.slot not in found:
@@ -733,18 +738,17 @@ class Locator:
         return found
 
     def _scan_pass(
-        self, needles: list[str], *, normalised: bool
+        self, needles: list[str], k: int, *, normalised: bool
     ) -> list[list[tuple[int, int, int]]]:
         """One pass over every document finding all occurrences of all ``needles``.
 
-        Each needle (at least ``_SCAN_K`` characters) is looked for by the hash of its
-        first ``_SCAN_K`` characters; hits are filtered by the hash of its last ones and
+        Each needle (at least ``k`` characters) is looked for by the hash of its
+        first ``k`` characters; hits are filtered by the hash of its last ones and
         then confirmed with ``str.startswith``. In the normalised view the pass runs over
         each block's folded, whitespace-free characters and maps hits back through the
         kept positions.
         """
-        hasher = self._scan_hasher
-        k = _SCAN_K
+        hasher = self._scan_hashers.setdefault(k, _Hasher(k))
         longest = max(len(n) for n in needles)
         ends = _codes("".join(n[:k] + n[-k:] for n in needles)).reshape(len(needles), 2 * k)
         head = hasher.kgrams(ends[:, :k])[:, 0]
@@ -752,6 +756,10 @@ class Locator:
         order = np.argsort(head, kind="stable")
         sorted_head = head[order]
         sizes = np.array([len(n) for n in needles], dtype=np.int64)
+        # a bitmap of the heads' low bits rejects almost every position before searchsorted
+        bitmap = np.zeros(1 << 20, dtype=np.bool_)
+        low = np.uint64((1 << 20) - 1)
+        bitmap[(head & low).astype(np.int64)] = True
         out: list[list[tuple[int, int, int]]] = [[] for _ in needles]
         for d, text in enumerate(self._texts):
             for b in range(0, len(text), _BLOCK_CHARS):
@@ -777,17 +785,21 @@ class Locator:
                     continue
                 h = hasher.kgrams(codes)
                 starts = h[: min(own, len(h))]
-                lo = np.searchsorted(sorted_head, starts, side="left")
-                hi = np.searchsorted(sorted_head, starts, side="right")
+                maybe = np.flatnonzero(bitmap[(starts & low).astype(np.int64)])
+                if not len(maybe):
+                    continue
+                lo = np.searchsorted(sorted_head, starts[maybe], side="left")
+                hi = np.searchsorted(sorted_head, starts[maybe], side="right")
                 count = hi - lo
                 at = np.flatnonzero(count)
                 if not len(at):
                     continue
-                owner = np.repeat(at, count[at])
-                step = np.arange(len(owner)) - np.repeat(
+                ranked = np.repeat(at, count[at])
+                step = np.arange(len(ranked)) - np.repeat(
                     np.cumsum(count[at]) - count[at], count[at]
                 )
-                which = order[lo[owner] + step]
+                which = order[lo[ranked] + step]
+                owner = maybe[ranked]
                 last = owner + sizes[which] - k
                 fits = last < len(h)
                 owner, which, last = owner[fits], which[fits], last[fits]

@@ -586,6 +586,31 @@ def test_whitespace_and_case_changes_map_to_the_same_letters(
     assert found == found.strip()
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10**6),
+    cuts=st.lists(st.tuples(st.integers(0, 2500), st.integers(1, 66)), min_size=16, max_size=40),
+    swap=st.booleans(),
+)
+def test_many_short_texts_share_one_scan_and_match_single_lookups(
+    seed: int, cuts: list[tuple[int, int]], swap: bool
+) -> None:
+    texts = {"p": prose(seed, 400).replace(". ", ".\n"), "q": prose(seed + 3, 100)}
+    corpus = Corpus.from_texts(texts)
+    locator = Locator(corpus)
+    pieces = [texts["p"][s : s + n] for s, n in cuts]
+    pieces = [p.swapcase() if swap else p for p in pieces if p.strip()]
+    batch = locator.locate_many([LocateRequest(p) for p in pieces])
+    assert batch == [locator.locate(p) for p in pieces]
+    for piece, loc in zip(pieces, batch, strict=True):
+        assert loc.span is not None, (piece, loc)
+        found = corpus.text(loc.span.document_id)[loc.span.start : loc.span.end]
+        if loc.status in (MatchStatus.EXACT, MatchStatus.AMBIGUOUS) and not swap:
+            assert found == piece
+        else:
+            assert "".join(found.lower().split()) == "".join(piece.lower().split())
+
+
 # ---------------------------------------------------------------- real data and bench smoke
 
 
