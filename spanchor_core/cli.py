@@ -21,7 +21,12 @@ from spanchor_core._version import __version__
 from spanchor_core.compare import ChangeStatus, Comparison, write_comparison
 from spanchor_core.corpus import DEFAULT_GLOBS, load_corpus
 from spanchor_core.errors import InputError, SpanchorError
-from spanchor_core.evaluate import Evaluation, check_run_provenance, write_evaluation
+from spanchor_core.evaluate import (
+    Evaluation,
+    check_gold,
+    check_run_provenance,
+    write_evaluation,
+)
 from spanchor_core.evaluate import evaluate as evaluate_run
 from spanchor_core.gate import GateConfig, GateOutcome, gate_config_from_pyproject, run_gate
 from spanchor_core.gold import read_gold, validate_gold
@@ -258,6 +263,7 @@ def evaluate(
         raise typer.BadParameter("--max-unmapped-rate must be between 0 and 1")
     corpus = load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
     gold_set = read_gold(gold)
+    check_gold(gold_set, corpus)
     run_data = read_run(run)
     if not allow_mismatch:
         check_run_provenance(run_data, corpus, gold_set)

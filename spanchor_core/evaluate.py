@@ -72,6 +72,7 @@ __all__ = [
     "MetricSummary",
     "QueryEvaluation",
     "QueryStatus",
+    "check_gold",
     "check_run_provenance",
     "evaluate",
     "evaluation_json_schema",
@@ -321,7 +322,18 @@ _FATAL_GOLD_PROBLEMS = frozenset(
 )
 
 
-def _check_gold(gold: GoldSet, corpus: Corpus) -> None:
+def check_gold(gold: GoldSet, corpus: Corpus) -> None:
+    """Raise :class:`GoldError` (with file and line) if ``gold`` cannot be scored on ``corpus``.
+
+    An empty gold set, anchors in unknown documents, out of bounds, empty or inverted, or
+    whose hash does not match the text: scores computed from them would mean nothing.
+    """
+    if not gold.entries:
+        raise GoldError(
+            "the gold set has no queries",
+            path=gold.path,
+            hint="add queries (`spanchor anchor add`) or point to the right file",
+        )
     problems = [p for p in validate_gold(gold, corpus) if p.code in _FATAL_GOLD_PROBLEMS]
     if problems:
         first = problems[0]
@@ -391,7 +403,7 @@ def evaluate(
     """
     ks = check_k(k)
     overlap = check_min_overlap(min_overlap)
-    _check_gold(gold, corpus)
+    check_gold(gold, corpus)
     resolved, unmatched = resolve_query_ids(run, gold)
     chosen, duplicates, not_in_gold = _select_records(resolved.records, gold)
 

@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spanchor_core.compare import Comparison, compare
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.errors import EvaluationFileError, InputError
-from spanchor_core.evaluate import Evaluation, check_run_provenance, evaluate, read_evaluation
+from spanchor_core.evaluate import (
+    Evaluation,
+    check_gold,
+    check_run_provenance,
+    evaluate,
+    read_evaluation,
+)
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
@@ -90,6 +96,7 @@ def load_side(
             path=Path(path),
             hint="pass --docs DIR and --gold FILE, or compare evaluation files",
         )
+    check_gold(gold, corpus)
     run = read_run(path)
     if not allow_mismatch:
         check_run_provenance(run, corpus, gold)
