@@ -18,8 +18,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from spanchor_core._version import __version__
+from spanchor_core.authoring import (
+    add_anchor,
+    check_corpus,
+    fix_gold,
+    locate_text,
+    promote_candidates,
+    propose_candidates,
+    review_candidate,
+    write_candidates,
+)
 from spanchor_core.compare import ChangeStatus, Comparison, write_comparison
-from spanchor_core.corpus import DEFAULT_GLOBS, load_corpus
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.errors import InputError, SpanchorError
 from spanchor_core.evaluate import (
     Evaluation,
@@ -29,7 +39,7 @@ from spanchor_core.evaluate import (
 )
 from spanchor_core.evaluate import evaluate as evaluate_run
 from spanchor_core.gate import GateConfig, GateOutcome, gate_config_from_pyproject, run_gate
-from spanchor_core.gold import read_gold, validate_gold
+from spanchor_core.gold import read_gold, validate_gold, write_gold
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_METRICS, DEFAULT_MIN_OVERLAP, split_metric_name
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.reports import (
@@ -39,6 +49,7 @@ from spanchor_core.reports import (
     write_report,
 )
 from spanchor_core.runs import read_run
+from spanchor_core.squad import import_legacy_gold, import_squad, write_squad_documents
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNMAPPED", "app", "main"]
 
@@ -528,6 +539,300 @@ def gate(
         rate = outcome.candidate.mapping.unmapped_rate
         _console().print(f"unmapped rate {rate:.1%} exceeds {config.max_unmapped_rate:.1%}")
     raise typer.Exit(outcome.exit_code)
+
+
+def _load(docs: Path, glob: list[str] | None) -> Corpus:
+    return load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+
+
+@app.command()
+def locate(
+    text: Annotated[str, typer.Argument(help="The text to find (canonicalised like the corpus).")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    document: Annotated[
+        str | None, typer.Option("--doc", help="Only look in this document id.")
+    ] = None,
+    context: Annotated[int, typer.Option(help="Characters of context either side.")] = 80,
+    glob: GlobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the occurrences as JSON.")] = False,
+) -> None:
+    """Every occurrence of TEXT in the documents, with offsets and the anchor hash.
+
+    Exits 1 when the text occurs nowhere (like grep). Example:
+    spanchor locate "two-year warranty" docs/
+    """
+    found = locate_text(_load(docs, glob), text, context=context, document_id=document)
+    if as_json:
+        rows = [
+            {
+                "document_id": o.document_id,
+                "start": o.start,
+                "end": o.end,
+                "hash": o.sha256,
+                "text": o.text,
+                "whitespace_insensitive": o.whitespace_insensitive,
+            }
+            for o in found
+        ]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        console = _console()
+        for index, occ in enumerate(found, start=1):
+            counter = f"[{index}/{len(found)}] " if len(found) > 1 else ""
+            note = " (whitespace-insensitive)" if occ.whitespace_insensitive else ""
+            console.print(
+                f"{counter}{occ.document_id} [{occ.start}, {occ.end}) sha256 {occ.sha256}{note}",
+                markup=False,
+            )
+            console.print(
+                f"    {_one_line(occ.left)}»{_one_line(occ.text)}«{_one_line(occ.right)}",
+                markup=False,
+            )
+        if not found:
+            _err_console().print("No matches found.")
+    if not found:
+        raise typer.Exit(1)
+
+
+anchor_app = typer.Typer(help="Author anchors in a gold set.", no_args_is_help=True)
+app.add_typer(anchor_app, name="anchor")
+
+
+@anchor_app.command("add")
+def anchor_add(
+    query_id: Annotated[str, typer.Argument(help="Query id (new, or existing to add evidence).")],
+    question: Annotated[str, typer.Argument(help="The question (must match an existing one).")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    text: Annotated[str, typer.Argument(help="The evidence text, exactly as in the document.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to append to.")] = Path(
+        "gold.jsonl"
+    ),
+    occurrence: Annotated[
+        int | None,
+        typer.Option(help="Which occurrence (1-based, document id then offset order)."),
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", help="Only look in this document id.")
+    ] = None,
+    glob: GlobOption = None,
+) -> None:
+    """Append a validated anchor to a gold file (atomically), for a new or an existing query.
+
+    Example: spanchor anchor add q9 "How long is the warranty?" docs/ "two-year warranty"
+    """
+    query = add_anchor(
+        gold,
+        _load(docs, glob),
+        query_id=query_id,
+        question=question,
+        text=text,
+        document_id=document,
+        occurrence=occurrence,
+    )
+    new = query.anchors[-1]
+    _console().print(
+        f"{query.query_id}: anchor {new.document_id} [{new.start}, {new.end}) sha256 "
+        f"{new.hash} -> {gold} ({len(query.anchors)} anchor(s))",
+        markup=False,
+    )
+
+
+@app.command("check-corpus")
+def check_corpus_command(
+    docs: Annotated[Path, typer.Argument(help="Directory of (changed) source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set written against an older version.")],
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Rewrite anchors whose text moved (atomically).")
+    ] = False,
+    previous: Annotated[
+        Path | None, typer.Option(help="The documents as they were, if you still have them.")
+    ] = None,
+    search: Annotated[
+        str, typer.Option(help="Where to look for moved text: corpus, document or none.")
+    ] = "corpus",
+    glob: GlobOption = None,
+) -> None:
+    """Which anchors a changed corpus broke, and where their text moved (exit 2 if broken).
+
+    With --fix, moved anchors are rewritten and the exit code is 0 when nothing is left
+    broken. Example: spanchor check-corpus docs/ gold.jsonl --fix
+    """
+    if search not in ("corpus", "document", "none"):
+        raise typer.BadParameter("--search must be corpus, document or none")
+    corpus = _load(docs, glob)
+    gold_set = read_gold(gold)
+    old = _load(previous, glob) if previous is not None else None
+    check = check_corpus(gold_set, corpus, previous=old, search=search)  # type: ignore[arg-type]
+    console = _console()
+    if check.healthy:
+        console.print(
+            f"Corpus healthy: {check.queries} queries, {check.anchors} anchors all match.",
+            markup=False,
+        )
+        return
+    for item in check.broken:
+        where = f"{gold}:{item.line}: " if item.line is not None else f"{gold}: "
+        target = ""
+        if item.moved_to is not None:
+            span = item.moved_to
+            target = f" -> moved to {span.document_id} [{span.start}, {span.end})"
+        console.print(
+            f"{where}{item.query_id}: {item.message} [{item.fate.value}]{target}", markup=False
+        )
+    broken_ids = {(c.entry, c.anchor_index) for c in check.broken}
+    others = [p for p in check.problems if p.anchor is None or p.line is None]
+    for problem in others:
+        if (problem.line, problem.anchor) not in broken_ids:
+            console.print(f"{gold}:{problem.line}: {problem.query_id}: {problem.message}")
+    console.print(
+        f"{len(check.broken)} broken anchor(s): {len(check.moved)} moved, "
+        f"{len(check.unresolved)} not recoverable",
+        markup=False,
+    )
+    if fix and check.moved:
+        write_gold(fix_gold(gold_set, check), gold)
+        console.print(f"rewrote {len(check.moved)} anchor(s) in {gold}", markup=False)
+    if not fix or check.unresolved:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+gold_app = typer.Typer(
+    help="Propose, review and promote candidate evidence into a gold set.", no_args_is_help=True
+)
+app.add_typer(gold_app, name="gold")
+
+
+@gold_app.command("extract")
+def gold_extract(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Candidates file to write.")],
+    min_chars: Annotated[int, typer.Option(help="Shortest candidate.")] = 40,
+    max_chars: Annotated[int, typer.Option(help="Longest candidate.")] = 400,
+    glob: GlobOption = None,
+) -> None:
+    """Propose candidate evidence spans (sentences) from the documents, in linear time.
+
+    Example: spanchor gold extract docs/ -o candidates.jsonl
+    """
+    corpus = _load(docs, glob)
+    candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
+    write_candidates(
+        candidates,
+        output,
+        corpus_fingerprint=corpus.fingerprint,
+        parameters={"min_chars": min_chars, "max_chars": max_chars},
+    )
+    _console().print(f"wrote {len(candidates)} candidates to {output}", markup=False)
+
+
+@gold_app.command("review")
+def gold_review(
+    candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
+    candidate: Annotated[str, typer.Option("-c", "--candidate", help="Candidate id.")],
+    question: Annotated[str | None, typer.Option("-q", "--question")] = None,
+    approve: Annotated[bool, typer.Option("-a", "--approve")] = False,
+    reject: Annotated[bool, typer.Option("-r", "--reject")] = False,
+    reason: Annotated[str | None, typer.Option("--rejection-reason", "--reason")] = None,
+    edited_text: Annotated[str | None, typer.Option("--edited-text")] = None,
+    source_start: Annotated[int | None, typer.Option("-s", "--source-start")] = None,
+    source_end: Annotated[int | None, typer.Option("-e", "--source-end")] = None,
+    docs: Annotated[Path | None, typer.Option(help="Documents, for edits beyond the text.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+) -> None:
+    """Approve, reject or edit one candidate; the decision is saved in the candidates file.
+
+    Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
+    """
+    result = review_candidate(
+        candidates,
+        candidate,
+        approve=approve,
+        reject=reject,
+        question=question,
+        reason=reason,
+        edited_text=edited_text,
+        start=source_start,
+        end=source_end,
+        corpus=None if docs is None else _load(docs, None),
+        output=output,
+    )
+    _console().print(
+        f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})",
+        markup=False,
+    )
+
+
+@gold_app.command("promote")
+def gold_promote(
+    candidates: Annotated[Path, typer.Argument(help="Reviewed candidates file.")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to add to.")] = Path("gold.jsonl"),
+    prefix: Annotated[str, typer.Option(help="Prefix of new query ids.")] = "q",
+    glob: GlobOption = None,
+) -> None:
+    """Add every approved candidate to the gold set, re-checking its hash (idempotent).
+
+    Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
+    """
+    report = promote_candidates(candidates, _load(docs, glob), gold, query_id_prefix=prefix)
+    console = _console()
+    for cand, why in report.stale:
+        console.print(f"stale: {cand.candidate_id}: {why}", markup=False)
+    console.print(
+        f"promoted {len(report.added)}, already in gold {len(report.already)}, "
+        f"stale {len(report.stale)}, approved without question {len(report.missing_question)}, "
+        f"pending {report.pending}, rejected {report.rejected}",
+        markup=False,
+    )
+    if report.stale or report.missing_question:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+import_app = typer.Typer(help="Import gold sets from other formats.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("squad")
+def import_squad_command(
+    source: Annotated[Path, typer.Argument(help="SQuAD-format JSON (v1.1 or v2).")],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the documents to.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to write.")] = Path("gold.jsonl"),
+    overwrite: Annotated[bool, typer.Option(help="Replace existing documents.")] = False,
+) -> None:
+    """Turn a SQuAD file into documents + a span gold set (answer offsets made canonical).
+
+    Example: spanchor import squad xquad.hi.json --out docs/ --gold gold.jsonl
+    """
+    imported = import_squad(source)
+    write_squad_documents(imported, out, overwrite=overwrite)
+    write_gold(imported.gold, gold)
+    console = _console()
+    for problem in imported.problems:
+        console.print(f"{source}: {problem}", markup=False)
+    console.print(
+        f"{imported.paragraphs} documents, {len(imported.gold)} queries, {imported.anchors} "
+        f"anchors ({imported.shifted} with offsets translated to canonical text), "
+        f"{len(imported.problems)} problem(s)",
+        markup=False,
+    )
+
+
+@import_app.command("legacy")
+def import_legacy_command(
+    source: Annotated[Path, typer.Argument(help="spanchor 0.x gold file.")],
+    gold: Annotated[Path, typer.Option("-o", "--output", help="Gold file to write.")],
+) -> None:
+    """Rewrite a spanchor 0.x gold file in the current format (0.x files are read as is too).
+
+    Example: spanchor import legacy old-gold.jsonl -o gold.jsonl
+    """
+    converted = import_legacy_gold(source)
+    write_gold(converted, gold)
+    _console().print(f"wrote {len(converted)} queries to {gold}", markup=False)
 
 
 def main(argv: list[str] | None = None) -> int:
