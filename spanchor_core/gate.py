@@ -35,6 +35,7 @@ from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.runs import read_run
 
 __all__ = [
+    "BAD_INPUT_FINDINGS",
     "EXIT_BAD_INPUT",
     "EXIT_OK",
     "EXIT_REGRESSION",
@@ -51,6 +52,9 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNMAPPED = 3
+
+BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_policy", "empty_policy"})
+"""Error findings that mean the comparison itself is invalid, not that the candidate failed."""
 
 
 def file_kind(path: str | os.PathLike[str]) -> Literal["evaluation", "run"]:
@@ -184,7 +188,17 @@ class GateOutcome:
 
     @property
     def exit_code(self) -> int:
-        """1 for a failed comparison, else 3 when the candidate's unmapped rate is too high."""
+        """The CI verdict: 2, 1, 3 or 0 (see :data:`BAD_INPUT_FINDINGS`).
+
+        A comparison that could not be made meaningfully (the two sides were evaluated with
+        different settings or on different documents or gold sets, or the policy names a
+        metric they do not have) is bad input, exit 2; any other failing finding (a
+        regression, missing queries, too few queries, an aggregate gate) is exit 1; a
+        passing comparison whose candidate maps too few results is exit 3.
+        """
+        codes = {finding.code for finding in self.comparison.errors}
+        if codes & BAD_INPUT_FINDINGS:
+            return EXIT_BAD_INPUT
         if not self.comparison.passed:
             return EXIT_REGRESSION
         return EXIT_UNMAPPED if self.unmapped_exceeded else EXIT_OK

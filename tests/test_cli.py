@@ -146,3 +146,54 @@ def test_demo_script_runs(capsys: pytest.CaptureFixture[str]) -> None:
     spec.loader.exec_module(module)
     assert module.main() == 0
     assert "exit code 1: as expected" in capsys.readouterr().out
+
+
+def test_comparing_evaluations_of_different_k_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base, cand = tmp_path / "b.json", tmp_path / "c.json"
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, BASE, "--k", "5", "-o", str(base))[0] == 0
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, GOOD, "--k", "5,10", "-o", str(cand))[0] == 0
+    code, out, _ = run_cli(capsys, "compare", str(base), str(cand), "--max-recall-drop", "0.1")
+    assert code == 2
+    assert "FAIL" in out
+
+
+def test_policy_metric_absent_from_evaluations_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base = tmp_path / "b.json"
+    assert run_cli(capsys, "evaluate", DOCS, GOLD, BASE, "--k", "3", "-o", str(base))[0] == 0
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"recall@5": 0.05}', encoding="utf-8")
+    code, out, _ = run_cli(capsys, "compare", str(base), str(base), "--policy", str(policy))
+    assert code == 2
+    assert "recall@5" in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["info"],
+        ["validate"],
+        ["evaluate"],
+        ["compare"],
+        ["gate"],
+        ["locate"],
+        ["check-corpus"],
+        ["anchor", "add"],
+        ["gold", "extract"],
+        ["gold", "review"],
+        ["gold", "promote"],
+        ["import", "squad"],
+        ["import", "legacy"],
+    ],
+)
+def test_every_command_has_help_with_an_example(command: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from spanchor_core.cli import app
+
+    result = CliRunner().invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Example" in result.output
