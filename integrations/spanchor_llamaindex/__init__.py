@@ -1,0 +1,3 @@
+"""spanchor for LlamaIndex: span metrics and live recording (work in progress)."""
+
+__all__: list[str] = []
