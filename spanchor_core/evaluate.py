@@ -36,7 +36,7 @@ import math
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -52,10 +52,12 @@ from spanchor_core.gold import GoldSet, validate_gold
 from spanchor_core.locate import LocateRequest, Location, Locator, MatchStatus
 from spanchor_core.metrics import (
     DEFAULT_K,
+    DEFAULT_METRICS,
     DEFAULT_MIN_OVERLAP,
+    _apply_plan,
+    _metric_plan,
     check_k,
     check_min_overlap,
-    compute_metrics,
     measure_coverage,
     metric_names,
 )
@@ -347,10 +349,16 @@ def check_gold(gold: GoldSet, corpus: Corpus) -> None:
         )
 
 
+# status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
+_STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
+
+
 def _located(rank: int, location: Location) -> LocatedResult:
+    status = location.status
+    value = _STATUS_VALUE.get(status)
     return LocatedResult(
         rank=rank,
-        status=str(location.status.value),
+        status=str(status.value) if value is None else value,
         document_id=location.document_id,
         start=location.start,
         end=location.end,
@@ -446,6 +454,7 @@ def evaluate(
         locations = []
 
     names = tuple(metric_names(ks))
+    plan = _metric_plan(ks, DEFAULT_METRICS)
     queries: dict[str, QueryEvaluation] = {}
     missing: list[str] = []
     errors: list[str] = []
@@ -467,7 +476,7 @@ def evaluate(
         coverage = measure_coverage(anchors, [result.span for result in located])
         queries[qid] = QueryEvaluation(
             query_id=qid,
-            metrics=compute_metrics(coverage, ks, min_overlap=overlap),
+            metrics=_apply_plan(coverage, plan, overlap),
             status=status,
             gold=anchors,
             results=located,
@@ -609,6 +618,11 @@ def _finite(value: float) -> float | None:
 
 
 def _to_file(evaluation: Evaluation) -> EvaluationFile:
+    """Everything of the evaluation file but its ``queries`` (validated: it is small).
+
+    The queries, nearly all of the file, are converted by :func:`_query_json` without building
+    a model per result: at 100,000 results the models cost seconds.
+    """
     s = evaluation.settings
     return EvaluationFile(
         spanchor_version=s.spanchor_version,
@@ -641,30 +655,155 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
         errors=list(evaluation.errors),
         skipped=dict(evaluation.skipped),
         warnings=list(evaluation.warnings),
-        queries=[
-            QueryModel(
-                query_id=query.query_id,
-                status=query.status,
-                error=query.error,
-                metrics=dict(query.metrics),
-                gold=[SpanModel(document_id=d, start=a, end=b) for d, a, b in query.gold],
-                mapping=_mapping_model(query.mapping),
-                results=[
-                    LocatedResultModel(
-                        rank=r.rank,
-                        status=r.status,
-                        document_id=r.document_id,
-                        start=r.start,
-                        end=r.end,
-                        confidence=r.confidence,
-                        hint_rejected=r.hint_rejected,
-                    )
-                    for r in query.results
-                ],
-            )
-            for query in evaluation.queries.values()
-        ],
+        queries=[],
     )
+
+
+def _mapping_json(stats: MappingStats) -> dict[str, Any]:
+    """``MappingModel(...).model_dump(mode="json")``, without the model."""
+    return {
+        "counts": {status: int(n) for status, n in stats.counts.items()},
+        "hint_rejected": int(stats.hint_rejected),
+        "total": int(stats.total),
+        "unmapped_rate": float(stats.unmapped_rate),
+    }
+
+
+def _query_json(query: QueryEvaluation) -> dict[str, Any]:
+    """``QueryModel(...).model_dump(mode="json")`` for one query, without the models.
+
+    Same keys in the same order and the same conversions (numbers to ``float`` where the model
+    says float, the status to its value), so the bytes written are the same.
+    """
+    return {
+        "query_id": str(query.query_id),
+        "status": QueryStatus(query.status).value,
+        "error": query.error,
+        "metrics": {name: float(value) for name, value in query.metrics.items()},
+        "gold": [{"document_id": d, "start": a, "end": b} for d, a, b in query.gold],
+        "mapping": _mapping_json(query.mapping),
+        "results": [
+            {
+                "rank": r.rank,
+                "status": r.status,
+                "document_id": r.document_id,
+                "start": r.start,
+                "end": r.end,
+                "confidence": float(r.confidence),
+                "hint_rejected": r.hint_rejected,
+            }
+            for r in query.results
+        ],
+    }
+
+
+# -- indented JSON, fast ------------------------------------------------------------------------
+#
+# json.dumps(indent=2) runs the pure-Python encoder (CPython's C encoder only works without
+# indent), about 2 s for a 40 MB evaluation. Most of the file is flat objects (a result, a
+# metrics dict, a span): the C encoder writes those when its item separator carries the newline
+# and the indentation. The output is byte for byte what json.dumps(indent=2, ensure_ascii=False,
+# allow_nan=False) writes.
+
+_INDENT = "  "
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_KEY_TYPES = frozenset({str})
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring  # C, ensure_ascii=False
+_SCALAR_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_FLAT_ENCODERS: dict[int, Callable[[Any], str]] = {}
+# The C encoder, called directly: JSONEncoder.encode builds a new one on every call, which costs
+# more than encoding a small object. None on Pythons without the C accelerator.
+_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _flat_encoder(level: int) -> Callable[[Any], str]:
+    """Compact JSON whose item separator is a newline plus the indentation of ``level + 1``."""
+    encode = _FLAT_ENCODERS.get(level)
+    if encode is None:
+        separator = ",\n" + _INDENT * (level + 1)
+        if _C_MAKE_ENCODER is not None:
+            c_encoder = _C_MAKE_ENCODER(
+                None,  # no cycle check: only flat objects of scalars come here
+                _SCALAR_ENCODER.default,
+                json.encoder.encode_basestring,
+                None,
+                ": ",
+                separator,
+                False,
+                False,
+                False,
+            )
+
+            def encode(value: Any) -> str:
+                return "".join(c_encoder(value, 0))
+
+        else:  # pragma: no cover - CPython always has the C encoder
+            encode = json.JSONEncoder(
+                ensure_ascii=False, allow_nan=False, separators=(separator, ": ")
+            ).encode
+        _FLAT_ENCODERS[level] = encode
+    return encode
+
+
+def _indented_json(value: Any, level: int) -> str:
+    """``value`` as json.dumps(indent=2) writes it when nested ``level`` deep."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if _KEY_TYPES.issuperset(map(type, value)):
+            inner = _INDENT * (level + 1)
+            if _SCALAR_TYPES.issuperset(map(type, value.values())):
+                compact = _flat_encoder(level)(value)
+                return "{\n" + inner + compact[1:-1] + "\n" + _INDENT * level + "}"
+            items = [
+                _encode_str(key)
+                + ": "
+                + (
+                    _SCALAR_ENCODER.encode(item)
+                    if type(item) in _SCALAR_TYPES
+                    else _indented_json(item, level + 1)
+                )
+                for key, item in value.items()
+            ]
+            return "{\n" + inner + (",\n" + inner).join(items) + "\n" + _INDENT * level + "}"
+    elif isinstance(value, list | tuple):
+        if not value:
+            return "[]"
+        inner = _INDENT * (level + 1)
+        if _SCALAR_TYPES.issuperset(map(type, value)):
+            compact = _flat_encoder(level)(value)
+            return "[\n" + inner + compact[1:-1] + "\n" + _INDENT * level + "]"
+        items = [_indented_json(item, level + 1) for item in value]
+        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + _INDENT * level + "]"
+    elif type(value) in _SCALAR_TYPES:
+        return _SCALAR_ENCODER.encode(value)
+    # Anything unusual (non-string keys, str or float subclasses): the standard library, with
+    # its lines shifted to this depth (JSON strings hold no raw newline, so this is safe).
+    text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    return text.replace("\n", "\n" + _INDENT * level)
+
+
+def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
+    """The evaluation file's text in pieces, one per query, ending with a newline.
+
+    Equal, joined, to ``json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False,
+    allow_nan=False) + "\n"`` for the full :class:`EvaluationFile` model; ``queries`` is its last
+    field. Written piece by piece so the whole text is never held in memory.
+    """
+    head = _to_file(evaluation).model_dump(mode="json")
+    if list(head)[-1] != "queries":  # pragma: no cover - a guard for whoever edits the model
+        raise RuntimeError("EvaluationFile.queries must be the last field")
+    del head["queries"]
+    head_text = _indented_json(head, 0)
+    if not evaluation.queries:
+        yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
+        return
+    yield head_text[: -len("\n}")] + ',\n  "queries": ['
+    separator = "\n" + _INDENT * 2
+    for query in evaluation.queries.values():
+        yield separator + _indented_json(_query_json(query), 2)
+        separator = ",\n" + _INDENT * 2
+    yield "\n  ]\n}\n"
 
 
 def _from_file(model: EvaluationFile) -> Evaluation:
@@ -725,15 +864,15 @@ def write_evaluation(evaluation: Evaluation, path: str | os.PathLike[str]) -> No
     evaluations of the same inputs.
     """
     target = Path(path)
-    text = json.dumps(
-        _to_file(evaluation).model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False
-    )
+    parts = _evaluation_json_parts(evaluation)
+    first = next(parts)  # the validated head: a bad evaluation fails before any file exists
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                out.write(text + "\n")
+                out.write(first)
+                out.writelines(parts)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temp, target)

