@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from spanchor_core._version import __version__
@@ -33,6 +43,7 @@ from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.errors import InputError, SpanchorError
 from spanchor_core.evaluate import (
     Evaluation,
+    ProgressCallback,
     check_gold,
     check_run_provenance,
     write_evaluation,
@@ -111,6 +122,36 @@ def info(
         f"{len(corpus)} documents, {corpus.total_chars} characters, "
         f"fingerprint {corpus.fingerprint}"
     )
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | None]]:
+    """Progress bars on stderr for long evaluations; nothing unless stderr is a terminal."""
+    err = _err_console()
+    if quiet or not err.is_terminal:
+        yield lambda label: None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bars:
+
+        def for_side(label: str) -> ProgressCallback:
+            tasks: dict[str, TaskID] = {}
+
+            def update(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    verb = "mapping results" if phase == "map" else "scoring queries"
+                    tasks[phase] = bars.add_task(f"{label}: {verb}", total=total or None)
+                bars.update(tasks[phase], completed=done, total=total or None)
+
+            return update
+
+        yield for_side
 
 
 def _err_console() -> Console:
@@ -278,7 +319,15 @@ def evaluate(
     run_data = read_run(run)
     if not allow_mismatch:
         check_run_provenance(run_data, corpus, gold_set)
-    evaluation = evaluate_run(corpus, gold_set, run_data, k=ks, min_overlap=min_overlap)
+    with _progress(quiet) as progress:
+        evaluation = evaluate_run(
+            corpus,
+            gold_set,
+            run_data,
+            k=ks,
+            min_overlap=min_overlap,
+            progress=progress(run.name),
+        )
     if run_data.records and len(evaluation.missing_in_run) == len(evaluation):
         raise InputError(
             f"none of the run's {len(run_data.records)} records matches a query of {gold}",
@@ -470,7 +519,8 @@ def compare_command(
         seed=seed,
     )
     chosen = _policy_with_overrides(policy, max_recall_drop, max_precision_drop)
-    outcome = run_gate(config, policy=chosen)
+    with _progress(quiet) as progress:
+        outcome = run_gate(config, policy=chosen, progress=progress)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, redact=redact)
     _print_comparison(outcome.comparison, quiet)
     raise typer.Exit(outcome.exit_code)
@@ -526,7 +576,8 @@ def gate(
         redact=redact,
         max_unmapped_rate=max_unmapped_rate,
     )
-    outcome = run_gate(config, policy_base=config_file)
+    with _progress(quiet) as progress:
+        outcome = run_gate(config, policy_base=config_file, progress=progress)
     _write_outputs(
         outcome,
         json_path=config.json_output,

@@ -72,6 +72,7 @@ __all__ = [
     "LocatedResult",
     "MappingStats",
     "MetricSummary",
+    "ProgressCallback",
     "QueryEvaluation",
     "QueryStatus",
     "check_gold",
@@ -81,6 +82,9 @@ __all__ = [
     "read_evaluation",
     "write_evaluation",
 ]
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: see :func:`evaluate`."""
 
 EVALUATION_KIND: Final = "spanchor.evaluation"
 EVALUATION_SCHEMA_VERSION: Final = 1
@@ -401,6 +405,7 @@ def evaluate(
     k: Sequence[int] = DEFAULT_K,
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     locator: Locator | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Evaluation:
     """Map every retrieved result onto the corpus and score every gold query.
 
@@ -408,6 +413,9 @@ def evaluate(
     missing, extra, duplicate and failed records are in the module documentation. Raises
     :class:`InputError` for a bad ``k`` or ``min_overlap`` and :class:`GoldError` when the gold
     anchors do not match ``corpus``. Pass ``locator`` to reuse one built for ``corpus``.
+    ``progress(phase, done, total)`` is called as work advances (phases ``"map"`` — results,
+    reported when mapping starts and ends — and ``"score"`` — queries), so a front end can
+    draw a progress bar without this module knowing about terminals.
     """
     ks = check_k(k)
     overlap = check_min_overlap(min_overlap)
@@ -446,19 +454,26 @@ def evaluate(
             "the locator was built for a different corpus",
             hint="pass a Locator built on the corpus being evaluated, or none",
         )
+    if progress is not None:
+        progress("map", 0, len(requests))
     if requests:
         if locator is None:
             locator = Locator(corpus)
         locations = locator.locate_many(requests)
     else:
         locations = []
+    if progress is not None:
+        progress("map", len(requests), len(requests))
 
     names = tuple(metric_names(ks))
     plan = _metric_plan(ks, DEFAULT_METRICS)
     queries: dict[str, QueryEvaluation] = {}
     missing: list[str] = []
     errors: list[str] = []
-    for qid in scored_ids:
+    step = max(1, len(scored_ids) // 100)
+    for done, qid in enumerate(scored_ids):
+        if progress is not None and done % step == 0:
+            progress("score", done, len(scored_ids))
         anchors = tuple(anchor.span for anchor in gold[qid].anchors)
         record = chosen.get(qid)
         located = tuple(
@@ -484,6 +499,8 @@ def evaluate(
             error=None if record is None else record.error,
         )
 
+    if progress is not None:
+        progress("score", len(scored_ids), len(scored_ids))
     header = resolved.header.model_dump(mode="json")
     settings = EvaluationSettings(
         k=ks,

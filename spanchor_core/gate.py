@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,7 @@ from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.errors import EvaluationFileError, InputError
 from spanchor_core.evaluate import (
     Evaluation,
+    ProgressCallback,
     check_gold,
     check_run_provenance,
     evaluate,
@@ -90,6 +91,7 @@ def load_side(
     k: Sequence[int] = DEFAULT_K,
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     allow_mismatch: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> Evaluation:
     """One side of a comparison: an evaluation file as it is, or a run evaluated now."""
     if file_kind(path) == "evaluation":
@@ -104,7 +106,7 @@ def load_side(
     run = read_run(path)
     if not allow_mismatch:
         check_run_provenance(run, corpus, gold)
-    return evaluate(corpus, gold, run, k=k, min_overlap=min_overlap)
+    return evaluate(corpus, gold, run, k=k, min_overlap=min_overlap, progress=progress)
 
 
 class GateConfig(BaseModel):
@@ -205,11 +207,17 @@ class GateOutcome:
 
 
 def run_gate(
-    config: GateConfig, *, policy: Policy | None = None, policy_base: Path | None = None
+    config: GateConfig,
+    *,
+    policy: Policy | None = None,
+    policy_base: Path | None = None,
+    progress: Callable[[str], ProgressCallback | None] | None = None,
 ) -> GateOutcome:
     """Evaluate both sides as needed and compare them under the configured policy.
 
     ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
+    ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
+    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
@@ -221,8 +229,9 @@ def run_gate(
             k=config.k,
             min_overlap=config.min_overlap,
             allow_mismatch=config.allow_mismatch,
+            progress=None if progress is None else progress(side),
         )
-        for path in (config.baseline, config.candidate)
+        for side, path in (("baseline", config.baseline), ("candidate", config.candidate))
     ]
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     comparison = compare(sides[0], sides[1], chosen, seed=config.seed)

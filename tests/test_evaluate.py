@@ -508,3 +508,33 @@ def test_recall_on_real_chunks_equals_span_arithmetic(tmp_path: Path) -> None:
     # and the numbers survive the file
     write_evaluation(result, tmp_path / "real.json")
     assert read_evaluation(tmp_path / "real.json").metric("recall@5") == result.metric("recall@5")
+
+
+def test_progress_callback_reports_mapping_and_scoring() -> None:
+    from spanchor_core import (
+        Corpus,
+        GoldQuery,
+        GoldSet,
+        RetrievalRecord,
+        RetrievedResult,
+        Run,
+        anchor_from_text,
+    )
+    from spanchor_core import evaluate as run_evaluate
+    from spanchor_core.runs import RunHeader
+
+    corpus = Corpus.from_texts({"a": "alpha beta gamma delta"})
+    gold = GoldSet(
+        [GoldQuery(f"q{i}", f"question {i}", (anchor_from_text(corpus, "beta"),)) for i in range(3)]
+    )
+    records = [
+        RetrievalRecord(f"q{i}", f"question {i}", (RetrievedResult(1, "beta gamma"),))
+        for i in range(3)
+    ]
+    run = Run(header=RunHeader(), records=records, path=None, warnings=[])
+    calls: list[tuple[str, int, int]] = []
+    run_evaluate(corpus, gold, run, k=[1], progress=lambda *call: calls.append(call))
+    assert calls[0] == ("map", 0, 3)
+    assert ("map", 3, 3) in calls
+    assert calls[-1] == ("score", 3, 3)
+    assert [c for c in calls if c[0] == "score"][0] == ("score", 0, 3)
