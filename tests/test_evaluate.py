@@ -537,4 +537,4 @@ def test_progress_callback_reports_mapping_and_scoring() -> None:
     assert calls[0] == ("map", 0, 3)
     assert ("map", 3, 3) in calls
     assert calls[-1] == ("score", 3, 3)
-    assert [c for c in calls if c[0] == "score"][0] == ("score", 0, 3)
+    assert next(c for c in calls if c[0] == "score") == ("score", 0, 3)
