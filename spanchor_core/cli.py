@@ -304,6 +304,16 @@ def evaluate(
         bool,
         typer.Option(help="Score a run recorded against another corpus or gold-set version."),
     ] = False,
+    gold_set_hash: Annotated[
+        str | None,
+        typer.Option(
+            help="Expected gold-set hash (ours, or spanchor 0.x's 'sha256:...' form).",
+        ),
+    ] = None,
+    corpus_mismatch_policy: Annotated[
+        str,
+        typer.Option(help="When --gold-set-hash does not match: warn, fail (exit 2) or ignore."),
+    ] = "warn",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
 ) -> None:
     """Map a run's results onto the documents and score every gold query.
@@ -315,6 +325,18 @@ def evaluate(
         raise typer.BadParameter("--max-unmapped-rate must be between 0 and 1")
     corpus = load_corpus(docs, globs=tuple(glob) if glob else DEFAULT_GLOBS)
     gold_set = read_gold(gold)
+    if corpus_mismatch_policy not in ("warn", "fail", "ignore"):
+        raise typer.BadParameter("--corpus-mismatch-policy must be warn, fail or ignore")
+    if gold_set_hash is not None and corpus_mismatch_policy != "ignore":
+        known = {gold_set.sha256, gold_set.legacy_sha256, f"sha256:{gold_set.sha256}"}
+        if gold_set_hash not in known:
+            message = (
+                f"the gold set's hash is {gold_set.sha256} (0.x form {gold_set.legacy_sha256}),"
+                f" not {gold_set_hash}"
+            )
+            if corpus_mismatch_policy == "fail":
+                raise InputError(message, path=gold, hint="evaluate against the expected gold set")
+            _err_console().print(f"warning: {message}", markup=False)
     check_gold(gold_set, corpus)
     run_data = read_run(run)
     if not allow_mismatch:

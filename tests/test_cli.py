@@ -197,3 +197,19 @@ def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     result = CliRunner().invoke(app, [*command, "--help"])
     assert result.exit_code == 0
     assert "Example" in result.output
+
+
+def test_0x_gold_set_hash_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from spanchor_core import read_gold
+
+    gold = read_gold(GOLD)
+    args = ["evaluate", DOCS, GOLD, BASE, "--k", "5", "-q"]
+    assert run_cli(capsys, *args, "--gold-set-hash", gold.legacy_sha256)[0] == 0
+    assert run_cli(capsys, *args, "--gold-set-hash", gold.sha256)[0] == 0
+    code, _, err = run_cli(capsys, *args, "--gold-set-hash", "sha256:" + "0" * 64)
+    assert code == 0
+    assert "warning: the gold set's hash is" in err
+    fail = [*args, "--gold-set-hash", "x", "--corpus-mismatch-policy", "fail"]
+    assert run_cli(capsys, *fail)[0] == 2
+    ignore = [*args, "--gold-set-hash", "x", "--corpus-mismatch-policy", "ignore"]
+    assert run_cli(capsys, *ignore) == (0, "", "")
