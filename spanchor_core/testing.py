@@ -671,6 +671,10 @@ _UNSET: Final = Path("\0spanchor-unset")
 _CONFIG_KEY = pytest.StashKey[SpanchorConfig]()
 
 
+_INI_STRING: Final = "string"
+"""pytest's ini value type (a named constant: mypy misreads a bare "string" literal there)."""
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the plugin's options and ini keys (see the module documentation)."""
     group = parser.getgroup("spanchor", "spanchor retrieval regression tests")
@@ -685,7 +689,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(
             setting.ini,
             help=f"spanchor: {setting.what}, relative to the ini file",
-            type="string",
+            type=_INI_STRING,
             default="",
         )
 
