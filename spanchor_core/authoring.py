@@ -19,12 +19,10 @@ hash search of :func:`check_corpus`, whose cost is bounded and reported (see the
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -34,6 +32,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from spanchor_core._io import atomic_write
 from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus, canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError, InputError
@@ -947,29 +946,6 @@ def _candidate_json(candidate: Candidate) -> dict[str, Any]:
     return line
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, temp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
-    except OSError as err:
-        raise GoldError(f"cannot write: {err.strerror or err}", path=target) from None
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except OSError as err:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise GoldError(f"cannot write: {err.strerror or err}", path=target) from None
-
-
 def write_candidates(
     candidates: Iterable[Candidate],
     path: str | os.PathLike[str],
@@ -995,7 +971,7 @@ def write_candidates(
             raise GoldError(f"two candidates share the id {candidate.candidate_id!r}", path=target)
         ids.add(candidate.candidate_id)
         chunks.append(json.dumps(_candidate_json(candidate), ensure_ascii=False))
-    _atomic_write(target, ("\n".join(chunks) + "\n").encode("utf-8"))
+    atomic_write(target, "\n".join(chunks) + "\n", error=GoldError, what="candidates file")
 
 
 def _read_candidate_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]:
@@ -1027,6 +1003,10 @@ def _read_candidate_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]
                 path=path,
                 line=number,
                 hint="each line must be one complete JSON object",
+            ) from None
+        except (ValueError, RecursionError) as err:
+            raise GoldError(
+                f"not valid JSON ({err or 'nested too deeply'})", path=path, line=number
             ) from None
         if not isinstance(data, dict):
             raise GoldError(

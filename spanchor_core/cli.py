@@ -396,7 +396,7 @@ def _comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
                 flaky = " (flaky)" if row.flaky else ""
                 table.add_row(
                     escape(row.query_id + flaky),
-                    metric,
+                    escape(metric),
                     f"{change.baseline:.3f}",
                     f"{change.candidate:.3f}",
                     f"{change.delta:+.3f}",
@@ -414,7 +414,7 @@ def _comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
             else ""
         )
         aggregates.add_row(
-            agg.metric,
+            escape(agg.metric),
             "" if agg.baseline_mean is None else f"{agg.baseline_mean:.3f}",
             "" if agg.candidate_mean is None else f"{agg.candidate_mean:.3f}",
             "" if agg.delta is None else f"{agg.delta:+.3f}",
@@ -756,11 +756,11 @@ def check_corpus_command(
         console.print(
             f"{where}{item.query_id}: {item.message} [{item.fate.value}]{target}", markup=False
         )
-    broken_ids = {(c.entry, c.anchor_index) for c in check.broken}
-    others = [p for p in check.problems if p.anchor is None or p.line is None]
-    for problem in others:
-        if (problem.line, problem.anchor) not in broken_ids:
-            console.print(f"{gold}:{problem.line}: {problem.query_id}: {problem.message}")
+    for problem in check.problems:
+        if problem.anchor is None:  # query-level problems; anchor ones are listed above
+            console.print(
+                f"{gold}:{problem.line}: {problem.query_id}: {problem.message}", markup=False
+            )
     console.print(
         f"{len(check.broken)} broken anchor(s): {len(check.moved)} moved, "
         f"{len(check.unresolved)} not recoverable",
@@ -923,6 +923,15 @@ def main(argv: list[str] | None = None) -> int:
         if _state["debug"]:
             raise
         print(f"spanchor: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as err:  # a bug of ours: still one line, and never mistaken for a pass
+        if _state["debug"]:
+            raise
+        print(
+            f"spanchor: internal error: {type(err).__name__}: {err} "
+            "(run again with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     return EXIT_OK
 

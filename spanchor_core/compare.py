@@ -42,7 +42,6 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from spanchor_core._io import atomic_write, loads_strict
 from spanchor_core._version import __version__
 from spanchor_core.errors import EvaluationFileError, InputError
 from spanchor_core.policy import AggregateGate, Direction, Policy, default_policy
@@ -436,6 +436,21 @@ def _values(table: MetricTable, side: str, metric: str, ids: Sequence[str]) -> N
     return out
 
 
+def _same_scheme(left: object, right: object) -> bool:
+    """Whether two recorded values can be compared at all.
+
+    Unknown values (None) cannot. spanchor 0.x wrote its corpus and gold-set hashes as
+    ``"sha256:<hex>"`` over different content than ours (bare hex): a 0.x evaluation and
+    one of ours never share a hash even for the same corpus, so only like is compared
+    with like.
+    """
+    if left is None or right is None:
+        return False
+    if isinstance(left, str) and isinstance(right, str):
+        return left.startswith("sha256:") == right.startswith("sha256:")
+    return True
+
+
 def _settings_findings(base: TableSettings, cand: TableSettings) -> list[Finding]:
     findings = []
     checks: tuple[tuple[str, object, object], ...] = (
@@ -445,7 +460,7 @@ def _settings_findings(base: TableSettings, cand: TableSettings) -> list[Finding
         ("gold-set hash", base.gold_sha256, cand.gold_sha256),
     )
     for label, left, right in checks:
-        if left is not None and right is not None and left != right:
+        if _same_scheme(left, right) and left != right:
             findings.append(
                 Finding(
                     "error",
@@ -932,20 +947,7 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
     text = json.dumps(
         _to_file(comparison).model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False
     )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                out.write(text + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-    except OSError as err:
-        raise EvaluationFileError(f"cannot write the comparison: {err}", path=target) from None
+    atomic_write(target, text + "\n", error=EvaluationFileError, what="the comparison")
 
 
 def read_comparison(path: str | os.PathLike[str]) -> Comparison:
@@ -955,12 +957,7 @@ def read_comparison(path: str | os.PathLike[str]) -> Comparison:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise EvaluationFileError(f"cannot read the comparison: {err}", path=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise EvaluationFileError(
-            f"not valid JSON: {err.msg}", path=source, line=err.lineno
-        ) from None
+    data = loads_strict(text, path=source, error=EvaluationFileError)
     if not isinstance(data, dict) or data.get("kind") != COMPARISON_KIND:
         kind = data.get("kind") if isinstance(data, dict) else None
         raise EvaluationFileError(

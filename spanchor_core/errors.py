@@ -17,7 +17,7 @@ Input errors carry the file and line they refer to so that every message reads
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 __all__ = [
     "AnchorError",
@@ -46,12 +46,12 @@ class InputError(SpanchorError, ValueError):
         self,
         message: str,
         *,
-        path: str | Path | None = None,
+        path: str | os.PathLike[str] | None = None,
         line: int | None = None,
         hint: str | None = None,
     ) -> None:
         self.message = message
-        self.path = None if path is None else str(path)
+        self.path = None if path is None else os.fspath(path)
         self.line = line
         self.hint = hint
         super().__init__(self._render())

@@ -31,10 +31,10 @@ sample of it), min, max and ``n``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +45,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from spanchor_core._io import atomic_write, loads_strict
 from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import EvaluationFileError, GoldError, InputError, RunError
@@ -714,113 +715,46 @@ def _query_json(query: QueryEvaluation) -> dict[str, Any]:
     }
 
 
-# -- indented JSON, fast ------------------------------------------------------------------------
-#
-# json.dumps(indent=2) runs the pure-Python encoder (CPython's C encoder only works without
-# indent), about 2 s for a 40 MB evaluation. Most of the file is flat objects (a result, a
-# metrics dict, a span): the C encoder writes those when its item separator carries the newline
-# and the indentation. The output is byte for byte what json.dumps(indent=2, ensure_ascii=False,
-# allow_nan=False) writes.
-
-_INDENT = "  "
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
-_KEY_TYPES = frozenset({str})
-_encode_str: Callable[[str], str] = json.encoder.encode_basestring  # C, ensure_ascii=False
-_SCALAR_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_FLAT_ENCODERS: dict[int, Callable[[Any], str]] = {}
-# The C encoder, called directly: JSONEncoder.encode builds a new one on every call, which costs
-# more than encoding a small object. None on Pythons without the C accelerator.
-_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-
-
-def _flat_encoder(level: int) -> Callable[[Any], str]:
-    """Compact JSON whose item separator is a newline plus the indentation of ``level + 1``."""
-    encode = _FLAT_ENCODERS.get(level)
-    if encode is None:
-        separator = ",\n" + _INDENT * (level + 1)
-        if _C_MAKE_ENCODER is not None:
-            c_encoder = _C_MAKE_ENCODER(
-                None,  # no cycle check: only flat objects of scalars come here
-                _SCALAR_ENCODER.default,
-                json.encoder.encode_basestring,
-                None,
-                ": ",
-                separator,
-                False,
-                False,
-                False,
-            )
-
-            def encode(value: Any) -> str:
-                return "".join(c_encoder(value, 0))
-
-        else:  # pragma: no cover - CPython always has the C encoder
-            encode = json.JSONEncoder(
-                ensure_ascii=False, allow_nan=False, separators=(separator, ": ")
-            ).encode
-        _FLAT_ENCODERS[level] = encode
-    return encode
-
-
-def _indented_json(value: Any, level: int) -> str:
-    """``value`` as json.dumps(indent=2) writes it when nested ``level`` deep."""
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        if _KEY_TYPES.issuperset(map(type, value)):
-            inner = _INDENT * (level + 1)
-            if _SCALAR_TYPES.issuperset(map(type, value.values())):
-                compact = _flat_encoder(level)(value)
-                return "{\n" + inner + compact[1:-1] + "\n" + _INDENT * level + "}"
-            items = [
-                _encode_str(key)
-                + ": "
-                + (
-                    _SCALAR_ENCODER.encode(item)
-                    if type(item) in _SCALAR_TYPES
-                    else _indented_json(item, level + 1)
-                )
-                for key, item in value.items()
-            ]
-            return "{\n" + inner + (",\n" + inner).join(items) + "\n" + _INDENT * level + "}"
-    elif isinstance(value, list | tuple):
-        if not value:
-            return "[]"
-        inner = _INDENT * (level + 1)
-        if _SCALAR_TYPES.issuperset(map(type, value)):
-            compact = _flat_encoder(level)(value)
-            return "[\n" + inner + compact[1:-1] + "\n" + _INDENT * level + "]"
-        items = [_indented_json(item, level + 1) for item in value]
-        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + _INDENT * level + "]"
-    elif type(value) in _SCALAR_TYPES:
-        return _SCALAR_ENCODER.encode(value)
-    # Anything unusual (non-string keys, str or float subclasses): the standard library, with
-    # its lines shifted to this depth (JSON strings hold no raw newline, so this is safe).
-    text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
-    return text.replace("\n", "\n" + _INDENT * level)
-
-
 def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
-    """The evaluation file's text in pieces, one per query, ending with a newline.
+    """The evaluation file's text in pieces, ending with a newline.
 
-    Equal, joined, to ``json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False,
-    allow_nan=False) + "\n"`` for the full :class:`EvaluationFile` model; ``queries`` is its last
-    field. Written piece by piece so the whole text is never held in memory.
+    The settings and summary part is indented JSON; each query is one compact JSON object on
+    a line of its own inside ``"queries"`` — still one JSON document, but one line per query
+    diffs well and is written by the standard library's C encoder (``indent`` would force its
+    pure-Python encoder, seconds for a large run). Written piece by piece so that the text of
+    a large evaluation is never held in memory whole.
     """
     head = _to_file(evaluation).model_dump(mode="json")
-    if list(head)[-1] != "queries":  # pragma: no cover - a guard for whoever edits the model
-        raise RuntimeError("EvaluationFile.queries must be the last field")
     del head["queries"]
-    head_text = _indented_json(head, 0)
+    head_text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
     if not evaluation.queries:
         yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
         return
     yield head_text[: -len("\n}")] + ',\n  "queries": ['
-    separator = "\n" + _INDENT * 2
+    separator = "\n    "
     for query in evaluation.queries.values():
-        yield separator + _indented_json(_query_json(query), 2)
-        separator = ",\n" + _INDENT * 2
+        yield separator + json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+        separator = ",\n    "
     yield "\n  ]\n}\n"
+
+
+def _check_consistent(model: EvaluationFile, path: Path) -> None:
+    """A hand-edited or truncated file must fail here, not later inside a comparison."""
+    seen: set[str] = set()
+    names = list(model.metric_names)
+    for index, q in enumerate(model.queries):
+        if q.query_id in seen:
+            raise EvaluationFileError(
+                f"query {q.query_id!r} appears twice (queries[{index}])", path=path
+            )
+        seen.add(q.query_id)
+        absent = [name for name in names if name not in q.metrics]
+        if absent:
+            raise EvaluationFileError(
+                f"query {q.query_id!r} lacks {', '.join(absent)} (queries[{index}])",
+                path=path,
+                hint="write evaluation files with spanchor evaluate -o",
+            )
 
 
 def _from_file(model: EvaluationFile) -> Evaluation:
@@ -880,26 +814,11 @@ def write_evaluation(evaluation: Evaluation, path: str | os.PathLike[str]) -> No
     floats in their shortest round-tripping form. Only ``created_at`` differs between two
     evaluations of the same inputs.
     """
-    target = Path(path)
     parts = _evaluation_json_parts(evaluation)
     first = next(parts)  # the validated head: a bad evaluation fails before any file exists
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                out.write(first)
-                out.writelines(parts)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-    except OSError as err:
-        raise EvaluationFileError(
-            f"cannot write the evaluation: {err.strerror or err}", path=target
-        ) from None
+    atomic_write(
+        path, itertools.chain([first], parts), error=EvaluationFileError, what="the evaluation"
+    )
 
 
 # spanchor 0.x wrote its mapper statuses in capitals; these are the same outcomes.
@@ -981,11 +900,10 @@ def _from_old(data: Mapping[str, Any], path: Path) -> Evaluation:
             raise EvaluationFileError(f"query {qid!r} lacks {', '.join(absent)}", path=path)
     config = old.config
     raw_k = config.get("k_values", config.get("k", DEFAULT_K))
-    k_values = [raw_k] if isinstance(raw_k, int) else list(raw_k)
     try:
-        ks = check_k(k_values)
+        ks = check_k([raw_k] if isinstance(raw_k, int) else list(raw_k))
         overlap = check_min_overlap(config.get("min_overlap", DEFAULT_MIN_OVERLAP))
-    except (InputError, TypeError) as err:
+    except (InputError, TypeError, ValueError) as err:
         raise EvaluationFileError(
             f"bad config in spanchor 0.x evaluation: {err}", path=path
         ) from None
@@ -1028,12 +946,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
     except UnicodeDecodeError as err:
         raise EvaluationFileError(f"not UTF-8 at byte {err.start}", path=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise EvaluationFileError(
-            f"not valid JSON: {err.msg}", path=source, line=err.lineno
-        ) from None
+    data = loads_strict(text, path=source, error=EvaluationFileError)
     if not isinstance(data, dict):
         raise EvaluationFileError("an evaluation file holds one JSON object", path=source)
     kind = data.get("kind")
@@ -1065,4 +978,5 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         model = EvaluationFile.model_validate(data)
     except ValidationError as err:
         raise EvaluationFileError(_first_error(err), path=source) from None
+    _check_consistent(model, source)
     return _from_file(model)

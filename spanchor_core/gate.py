@@ -72,9 +72,12 @@ def file_kind(path: str | os.PathLike[str]) -> Literal["evaluation", "run"]:
         raise InputError("file does not exist", path=file) from None
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read file: {err}", path=file) from None
+    head = text[:4096]
+    if '"spanchor.evaluation"' in head or '"per_query_metrics"' in head:
+        return "evaluation"  # even when broken: then the evaluation reader says what is wrong
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONL, or broken: the run reader will say
         return "run"
     if isinstance(data, dict) and (
         data.get("kind") == "spanchor.evaluation" or "per_query_metrics" in data
@@ -97,6 +100,7 @@ def load_side(
     if file_kind(path) == "evaluation":
         return read_evaluation(path)
     if corpus is None or gold is None:
+        read_run(path)  # a broken file is reported as such, not as "needs the documents"
         raise InputError(
             "is a run file; comparing runs needs the documents and the gold set",
             path=Path(path),
@@ -126,7 +130,8 @@ class GateConfig(BaseModel):
     min_overlap: float = Field(default=DEFAULT_MIN_OVERLAP, ge=0.0, le=1.0)
     globs: tuple[str, ...] = DEFAULT_GLOBS
     policy: Path | dict[str, Any] | None = None
-    max_unmapped_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_unmapped_rate: float | None = Field(default=0.1, ge=0.0, le=1.0)
+    """Exit 3 above this; 0.1 as for ``spanchor evaluate`` (spanchor 0.x's default)."""
     report: Path | None = None
     json_output: Path | None = Field(default=None, alias="json")
     junit: Path | None = None

@@ -25,11 +25,9 @@ first query of each id.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from spanchor_core._io import atomic_write
 from spanchor_core.corpus import Corpus, canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError
 from spanchor_core.spans import DocSpan
@@ -372,9 +371,12 @@ def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
             line=line,
             hint="each line must be one complete JSON object",
         ) from None
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise GoldError(
-            f"not valid JSON ({err})", path=path, line=line, hint="fix the line"
+            f"not valid JSON ({err or 'nested too deeply'})",
+            path=path,
+            line=line,
+            hint="fix the line",
         ) from None
     if not isinstance(data, dict):
         raise GoldError(
@@ -606,30 +608,7 @@ def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]
             ) from None
         chunks.append(text)
     data = ("\n".join(chunks) + "\n").encode("utf-8")
-    _atomic_write(target, data)
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, temp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
-    except OSError as err:
-        raise GoldError(f"cannot write gold set: {err.strerror or err}", path=target) from None
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except OSError as err:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise GoldError(f"cannot write gold set: {err.strerror or err}", path=target) from None
+    atomic_write(target, data, error=GoldError, what="gold set")
 
 
 # --------------------------------------------------------------------------- validation

@@ -516,6 +516,10 @@ def _parse_json(text: str, path: Path) -> Any:
         raise EvaluationFileError(
             f"not valid JSON: {err.msg}", path=path, line=err.lineno
         ) from None
+    except (ValueError, RecursionError) as err:
+        raise EvaluationFileError(
+            f"not valid JSON: {err or 'nested too deeply'}", path=path
+        ) from None
     except _DuplicateKey as err:
         raise EvaluationFileError(
             f"key {err.key!r} appears more than once", path=path, line=_line_of(text, [err.key])

@@ -18,12 +18,11 @@ import json
 import math
 import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
+from spanchor_core._io import atomic_write
 from spanchor_core._version import __version__
 from spanchor_core.compare import AggregateChange, ChangeStatus, Comparison, QueryChange
 from spanchor_core.corpus import Corpus
@@ -984,22 +983,4 @@ def write_report(text: str, path: str | os.PathLike[str]) -> None:
     A CI step that reads the report while it is being written, or a job killed mid-write,
     sees the old report or the new one, never half of one.
     """
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-    except OSError as err:
-        raise InputError(
-            f"cannot write the report: {err.strerror or err}",
-            path=target,
-            hint="choose a writable file path",
-        ) from None
+    atomic_write(path, text, what="the report")

@@ -53,7 +53,6 @@ import logging
 import math
 import operator
 import os
-import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -63,6 +62,7 @@ from typing import Any, BinaryIO, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from spanchor_core._io import atomic_write
 from spanchor_core.corpus import canonicalize
 from spanchor_core.errors import RecorderError, RunError
 
@@ -774,6 +774,10 @@ def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
         header_obj = json.loads(lines[header_index], parse_constant=_reject_constant)
     except _NonFiniteConstantError as exc:
         raise RunError(str(exc), path=path, line=header_index + 1) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunError(
+            f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=header_index + 1
+        ) from None
     header = _header_from_line(header_obj, path, header_index + 1)
     records: list[RetrievalRecord] = []
     warnings: list[str] = []
@@ -795,6 +799,10 @@ def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
                 continue
             raise RunError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
+            ) from None
+        except (ValueError, RecursionError) as exc:
+            raise RunError(
+                f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
             ) from None
         if isinstance(obj, dict) and "kind" in obj:
             raise RunError(
@@ -908,6 +916,10 @@ def _read_0x_jsonl(path: Path, lines: list[str]) -> Run:
             raise RunError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
             ) from None
+        except (ValueError, RecursionError) as exc:
+            raise RunError(
+                f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
+            ) from None
         records.append(_record_0x(obj, path, number, "record"))
     return Run(
         header=_header_0x(path, "JSONL"),
@@ -925,6 +937,8 @@ def _read_0x_document(path: Path, text: str) -> Run:
         raise RunError(
             f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunError(f"invalid JSON: {exc or 'nested too deeply'}", path=path) from None
     if isinstance(data, dict):
         if "kind" in data:
             raise RunError(
@@ -982,7 +996,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     first_line = lines[first_index].strip()
     try:
         first = json.loads(first_line, parse_constant=_keep_constant)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         first = None
         if first_index == len(lines) - 1 and first_line.startswith('{"kind"'):
             # Only a torn header: the writer died before finishing its first line.
@@ -1035,21 +1049,7 @@ def write_run(run: Run, path: str | os.PathLike[str]) -> None:
         except (TypeError, ValueError) as exc:
             raise RunError(f"record {number} cannot be written: {exc}", path=file) from None
         chunks.append(_encode_line(payload))
-    directory = file.parent
-    try:
-        fd, temp_name = tempfile.mkstemp(dir=directory, prefix=f".{file.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise RunError(f"cannot write run file: {exc.strerror or exc}", path=file) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.writelines(chunks)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, file)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise RunError(f"cannot write run file: {exc.strerror or exc}", path=file) from None
+    atomic_write(file, b"".join(chunks), error=RunError, what="run file")
 
 
 class _HasQueryId(Protocol):

@@ -149,6 +149,8 @@ def _load_json(path: Path) -> Any:
         raise InputError(
             f"not valid JSON ({err.msg} at column {err.colno})", path=path, line=err.lineno
         ) from None
+    except (ValueError, RecursionError) as err:
+        raise InputError(f"not valid JSON ({err or 'nested too deeply'})", path=path) from None
 
 
 def import_squad(path: str | os.PathLike[str]) -> SquadImport:
