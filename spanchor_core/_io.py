@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from spanchor_core.errors import InputError
 
-__all__ = ["atomic_write", "loads_strict"]
+__all__ = ["atomic_write", "describe_validation_error", "loads_strict"]
 
 
 def _default_mode() -> int:
@@ -127,3 +129,27 @@ def loads_strict(
         raise error(f"not valid {what}: nested too deeply", path=path, line=line) from None
     except ValueError as err:  # e.g. an integer literal longer than Python converts
         raise error(f"not valid {what}: {err}", path=path, line=line) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """The first problem pydantic found, as one readable clause: which field, what is wrong.
+
+    Used by every file reader so that a missing or mistyped field reads the same in a gold
+    set, a run, an evaluation or a comparison.
+    """
+    first = error.errors()[0]
+    where = ""
+    for part in first["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    message = first["msg"]
+    if first["type"] == "missing":
+        message = "missing"
+    elif first["type"] == "extra_forbidden":
+        message = "is not a field of this format"
+    else:
+        shown = repr(first["input"])
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        message = f"{message[:1].lower()}{message[1:]}, got {shown}"
+    more = len(error.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"field {where!r}: {message}{suffix}" if where else f"{message}{suffix}"

@@ -49,7 +49,16 @@ from spanchor_core.evaluate import (
     write_evaluation,
 )
 from spanchor_core.evaluate import evaluate as evaluate_run
-from spanchor_core.gate import GateConfig, GateOutcome, gate_config_from_pyproject, run_gate
+from spanchor_core.gate import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNMAPPED,
+    GateConfig,
+    GateOutcome,
+    gate_config_from_pyproject,
+    run_gate,
+)
 from spanchor_core.gold import read_gold, validate_gold, write_gold
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_METRICS, DEFAULT_MIN_OVERLAP, split_metric_name
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
@@ -64,10 +73,6 @@ from spanchor_core.squad import import_legacy_gold, import_squad, write_squad_do
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNMAPPED", "app", "main"]
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
-EXIT_UNMAPPED = 3
 
 app = typer.Typer(
     name="spanchor",

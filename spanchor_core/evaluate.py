@@ -45,7 +45,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from spanchor_core._io import atomic_write, loads_strict
+from spanchor_core._io import atomic_write, describe_validation_error, loads_strict
 from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import EvaluationFileError, GoldError, InputError, RunError
@@ -878,7 +878,7 @@ def _from_old(data: Mapping[str, Any], path: Path) -> Evaluation:
         old = _OldEvaluation.model_validate(data)
     except ValidationError as err:
         raise EvaluationFileError(
-            f"not a valid spanchor 0.x evaluation: {_first_error(err)}", path=path
+            f"not a valid spanchor 0.x evaluation: {describe_validation_error(err)}", path=path
         ) from None
     gold = {
         q.query_id: tuple(DocSpan(a.document_id, a.start, a.end) for a in q.anchors)
@@ -927,12 +927,6 @@ def _from_old(data: Mapping[str, Any], path: Path) -> Evaluation:
     )
 
 
-def _first_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
-
-
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     """Read an evaluation file written by :func:`write_evaluation` or by spanchor 0.x.
 
@@ -977,6 +971,6 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     try:
         model = EvaluationFile.model_validate(data)
     except ValidationError as err:
-        raise EvaluationFileError(_first_error(err), path=source) from None
+        raise EvaluationFileError(describe_validation_error(err), path=source) from None
     _check_consistent(model, source)
     return _from_file(model)

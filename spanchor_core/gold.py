@@ -35,7 +35,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from spanchor_core._io import atomic_write
+from spanchor_core._io import atomic_write, describe_validation_error
+from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus, canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError
 from spanchor_core.spans import DocSpan
@@ -388,25 +389,6 @@ def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
     return data
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ""
-    for part in first["loc"]:
-        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
-    message = first["msg"]
-    if first["type"] == "missing":
-        message = "missing"
-    elif first["type"] == "extra_forbidden":
-        message = "is not a field of this format"
-    else:
-        shown = repr(first["input"])
-        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
-        message = f"{message[:1].lower()}{message[1:]}, got {shown}"
-    more = len(error.errors()) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"field {where!r}: {message}{suffix}" if where else f"{message}{suffix}"
-
-
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Non-blank lines with their 1-based numbers; GoldError for missing or non-UTF-8 files."""
     try:
@@ -454,7 +436,10 @@ def _read_header(data: dict[str, Any], path: Path, line: int) -> GoldHeader:
         return GoldHeader.model_validate(data)
     except ValidationError as err:
         raise GoldError(
-            f"bad header: {_describe(err)}", path=path, line=line, hint="fix the header line"
+            f"bad header: {describe_validation_error(err)}",
+            path=path,
+            line=line,
+            hint="fix the header line",
         ) from None
 
 
@@ -470,7 +455,10 @@ def _read_query(data: dict[str, Any], path: Path, line: int) -> GoldQuery:
         model = GoldQueryLine.model_validate(data)
     except ValidationError as err:
         raise GoldError(
-            _describe(err), path=path, line=line, hint="fix the line or regenerate the gold set"
+            describe_validation_error(err),
+            path=path,
+            line=line,
+            hint="fix the line or regenerate the gold set",
         ) from None
     return GoldQuery(
         model.query_id,
@@ -503,7 +491,7 @@ def _read_legacy_query(data: dict[str, Any], path: Path, line: int) -> GoldQuery
         model = _LegacyQueryLine.model_validate(data)
     except ValidationError as err:
         raise GoldError(
-            f"spanchor 0.x gold line: {_describe(err)}",
+            f"spanchor 0.x gold line: {describe_validation_error(err)}",
             path=path,
             line=line,
             hint="fix the line or regenerate the gold set",
@@ -560,13 +548,6 @@ def read_gold(path: str | os.PathLike[str]) -> GoldSet:
 # --------------------------------------------------------------------------- writing
 
 
-def _spanchor_version() -> str:
-    # imported late: this module is imported while spanchor_core/__init__ is running
-    import spanchor_core
-
-    return str(spanchor_core.__version__)
-
-
 def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]) -> None:
     """Write ``gold`` as a gold set file, atomically.
 
@@ -580,7 +561,7 @@ def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]
     header: dict[str, Any] = {
         "kind": GOLD_KIND,
         "schema_version": GOLD_SCHEMA_VERSION,
-        "spanchor_version": _spanchor_version(),
+        "spanchor_version": __version__,
     }
     if gold_set.description is not None:
         header["description"] = gold_set.description
@@ -592,7 +573,7 @@ def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]
         GoldHeader.model_validate(header)
         chunks = [json.dumps(header, ensure_ascii=False, allow_nan=False)]
     except (ValidationError, ValueError, TypeError) as err:
-        detail = _describe(err) if isinstance(err, ValidationError) else str(err)
+        detail = describe_validation_error(err) if isinstance(err, ValidationError) else str(err)
         raise GoldError(f"cannot write the header: {detail}", path=target) from None
     for index, query in enumerate(gold_set.entries):
         line = _query_to_json(query)
@@ -600,7 +581,9 @@ def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]
             GoldQueryLine.model_validate(line)
             text = json.dumps(line, ensure_ascii=False, allow_nan=False)
         except (ValidationError, ValueError, TypeError) as err:
-            detail = _describe(err) if isinstance(err, ValidationError) else str(err)
+            detail = (
+                describe_validation_error(err) if isinstance(err, ValidationError) else str(err)
+            )
             raise GoldError(
                 f"cannot write query {query.query_id!r} (entry {index}): {detail}",
                 path=target,

@@ -59,7 +59,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from spanchor_core.errors import InputError
-from spanchor_core.spans import DocSpan, Span, intersection_length, union_spans
+from spanchor_core.spans import (
+    DocSpan,
+    Span,
+    intersection_length,
+    subtract_spans,
+    union_spans,
+)
 
 __all__ = [
     "DEFAULT_K",
@@ -126,26 +132,6 @@ class RankedCoverage:
         )
 
 
-def _subtract(span: Span, union: Sequence[Span]) -> list[Span]:
-    """The parts of ``span`` not covered by the sorted disjoint ``union``."""
-    start, end = span
-    gaps: list[Span] = []
-    cursor = start
-    for u_start, u_end in union:
-        if u_end <= cursor:
-            continue
-        if u_start >= end:
-            break
-        if u_start > cursor:
-            gaps.append((cursor, u_start))
-        cursor = max(cursor, u_end)
-        if cursor >= end:
-            break
-    if cursor < end:
-        gaps.append((cursor, end))
-    return gaps
-
-
 def _validate_gold(gold: Sequence[DocSpan]) -> None:
     if not gold:
         raise InputError(
@@ -196,7 +182,7 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
         elif item.end > item.start:
             span = (item.start, item.end)
             current = retrieved_union.get(item.document_id, [])
-            gaps = _subtract(span, current)
+            gaps = subtract_spans([span], current)
             new_retrieved = sum(end - start for start, end in gaps)
             doc_gold = gold_union.get(item.document_id)
             if doc_gold is not None:

@@ -36,7 +36,13 @@ from spanchor_core.evaluate import (
 )
 from spanchor_core.gold import GoldSet
 from spanchor_core.metrics import split_metric_name
-from spanchor_core.spans import DocSpan, Span, group_by_document
+from spanchor_core.spans import (
+    DocSpan,
+    Span,
+    group_by_document,
+    intersect_spans,
+    subtract_spans,
+)
 
 __all__ = [
     "DEFAULT_EXCERPT_CHARS",
@@ -226,40 +232,6 @@ def _question(gold: GoldSet | None, query_id: str) -> str:
 # -- lost evidence ----------------------------------------------------------------------------
 
 
-def _intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
-    """The intersection of two unioned span lists (linear merge)."""
-    out: list[Span] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            out.append((lo, hi))
-        if a[i][1] <= b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _subtract(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
-    """The parts of unioned ``a`` that unioned ``b`` does not cover."""
-    out: list[Span] = []
-    j = 0
-    for start, end in a:
-        cursor = start
-        while j < len(b) and b[j][1] <= cursor:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < end:
-            if b[k][0] > cursor:
-                out.append((cursor, b[k][0]))
-            cursor = max(cursor, b[k][1])
-            k += 1
-        if cursor < end:
-            out.append((cursor, end))
-    return out
-
-
 def _top_k(query: QueryEvaluation, k: int | None) -> Mapping[str, list[Span]]:
     spans = [
         span
@@ -289,8 +261,8 @@ def lost_evidence(
     after = _top_k(candidate, k)
     lost: list[DocSpan] = []
     for document_id in sorted(gold_docs):
-        covered = _intersect(gold_docs[document_id], before.get(document_id, []))
-        for start, end in _subtract(covered, after.get(document_id, [])):
+        covered = intersect_spans(gold_docs[document_id], before.get(document_id, []))
+        for start, end in subtract_spans(covered, after.get(document_id, [])):
             lost.append(DocSpan(document_id, start, end))
     return lost
 

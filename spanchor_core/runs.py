@@ -62,7 +62,8 @@ from typing import Any, BinaryIO, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from spanchor_core._io import atomic_write
+from spanchor_core._io import atomic_write, describe_validation_error
+from spanchor_core._version import __version__
 from spanchor_core.corpus import canonicalize
 from spanchor_core.errors import RecorderError, RunError
 
@@ -146,13 +147,6 @@ class RetrievalRecord:
 # --------------------------------------------------------------------------------------------
 
 
-def _spanchor_version() -> str:
-    # Imported lazily: spanchor_core/__init__ imports this module.
-    from spanchor_core import __version__
-
-    return __version__
-
-
 def _utc_now() -> str:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     return now.replace("+00:00", "Z")
@@ -181,7 +175,7 @@ class RunHeader(BaseModel):
 
     kind: Literal["spanchor.run"] = RUN_KIND
     schema_version: Literal[1] = RUN_SCHEMA_VERSION
-    spanchor_version: str = Field(default_factory=_spanchor_version)
+    spanchor_version: str = Field(default_factory=lambda: __version__)
     created_at: str = Field(default_factory=_utc_now)
     retriever: RetrieverInfo = Field(default_factory=RetrieverInfo)
     corpus_fingerprint: str | None = None
@@ -628,16 +622,6 @@ def _read_text(path: Path) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _validation_message(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"])
-    message = f"{where}: {first['msg']}" if where else str(first["msg"])
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem(s))"
-    return message
-
-
 def _is_torn_tail(lines: list[str], index: int) -> bool:
     # The last element of text.split("\n") is non-empty only if the file lacks a final newline.
     return index == len(lines) - 1
@@ -672,7 +656,9 @@ def _header_from_line(obj: Any, path: Path, line: int) -> RunHeader:
     try:
         return RunHeader.model_validate(obj)
     except ValidationError as exc:
-        raise RunError(f"bad header: {_validation_message(exc)}", path=path, line=line) from None
+        raise RunError(
+            f"bad header: {describe_validation_error(exc)}", path=path, line=line
+        ) from None
 
 
 def _record_from_model(model: RetrievalRecordModel, line: int | None) -> RetrievalRecord:
@@ -817,7 +803,7 @@ def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
                 model = RetrievalRecordModel.model_validate(obj)
             except ValidationError as exc:
                 raise RunError(
-                    f"bad record: {_validation_message(exc)}", path=path, line=number
+                    f"bad record: {describe_validation_error(exc)}", path=path, line=number
                 ) from None
             record = _record_from_model(model, number)
         records.append(record)
@@ -1203,7 +1189,7 @@ class RunRecorder:
                 tags=dict(tags or {}),
             )
         except ValidationError as exc:
-            raise RecorderError(f"bad run header: {_validation_message(exc)}") from None
+            raise RecorderError(f"bad run header: {describe_validation_error(exc)}") from None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             existing = _existing_header(self.path) if mode == "a" else None

@@ -13,8 +13,10 @@ __all__ = [
     "DocSpan",
     "Span",
     "group_by_document",
+    "intersect_spans",
     "intersection_length",
     "overlap_length",
+    "subtract_spans",
     "total_length",
     "union_spans",
 ]
@@ -74,6 +76,40 @@ def intersection_length(a: Sequence[Span], b: Sequence[Span]) -> int:
         else:
             j += 1
     return shared
+
+
+def intersect_spans(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
+    """The characters covered by both of two *unioned* span lists, as spans (linear merge)."""
+    out: list[Span] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            out.append((lo, hi))
+        if a[i][1] <= b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract_spans(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
+    """The parts of unioned ``a`` that unioned ``b`` does not cover (linear merge)."""
+    out: list[Span] = []
+    j = 0
+    for start, end in a:
+        cursor = start
+        while j < len(b) and b[j][1] <= cursor:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < end:
+            if b[k][0] > cursor:
+                out.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
+        if cursor < end:
+            out.append((cursor, end))
+    return out
 
 
 def group_by_document(spans: Iterable[DocSpan]) -> Mapping[str, list[Span]]:

@@ -395,7 +395,7 @@ def test_reads_spanchor_0x_json_report(tmp_path: Path) -> None:
         ({"timestamp": "2024-01-01T00:00:00Z", "aggregate_metrics": {}}, "aggregate metrics only"),
         ({"kind": "spanchor.run", "schema_version": 1}, "not an evaluation"),
         ({"kind": EVALUATION_KIND, "schema_version": 2}, "schema_version 2"),
-        ({"kind": EVALUATION_KIND, "schema_version": 1}, "Field required"),
+        ({"kind": EVALUATION_KIND, "schema_version": 1}, ": missing"),
         (
             {"schema_version": "0.2.0", "per_query_metrics": {"q1": {"recall@5": "high"}}},
             "not a number",

@@ -11,8 +11,10 @@ from spanchor_core.spans import (
     DocSpan,
     Span,
     group_by_document,
+    intersect_spans,
     intersection_length,
     overlap_length,
+    subtract_spans,
     total_length,
     union_spans,
 )
@@ -68,3 +70,20 @@ def test_intersection_matches_set_semantics(a: list[Span], b: list[Span]) -> Non
 @given(spans_st)
 def test_union_is_idempotent(spans: list[Span]) -> None:
     assert union_spans(union_spans(spans)) == union_spans(spans)
+
+
+@given(spans_st, spans_st)
+def test_intersect_and_subtract_match_set_semantics(a: list[Span], b: list[Span]) -> None:
+    ua, ub = union_spans(a), union_spans(b)
+    both = intersect_spans(ua, ub)
+    only_a = subtract_spans(ua, ub)
+    assert _chars(both) == _chars(a) & _chars(b)
+    assert _chars(only_a) == _chars(a) - _chars(b)
+    assert union_spans(both) == both  # already sorted and disjoint
+    assert all(start < end for start, end in only_a)
+
+
+def test_subtract_hand_computed() -> None:
+    # [0,10) minus [2,4) and [6,8) leaves [0,2), [4,6), [8,10)
+    assert subtract_spans([(0, 10)], [(2, 4), (6, 8)]) == [(0, 2), (4, 6), (8, 10)]
+    assert intersect_spans([(0, 5), (7, 9)], [(3, 8)]) == [(3, 5), (7, 8)]
