@@ -110,6 +110,7 @@ def loads_strict(
     line: int | None = None,
     error: type[InputError] = InputError,
     what: str = "JSON",
+    hint: str | None = None,
 ) -> Any:
     """Parse JSON, refusing ``NaN``/``Infinity`` and duplicate keys, raising ``error``.
 
@@ -119,16 +120,18 @@ def loads_strict(
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique)
     except _Rejected as err:
-        raise error(err.message, path=path, line=line) from None
+        raise error(err.message, path=path, line=line, hint=hint) from None
     except json.JSONDecodeError as err:
         where = line if line is not None else err.lineno
         raise error(
-            f"not valid {what}: {err.msg} (column {err.colno})", path=path, line=where
+            f"not valid {what}: {err.msg} (column {err.colno})", path=path, line=where, hint=hint
         ) from None
     except RecursionError:
-        raise error(f"not valid {what}: nested too deeply", path=path, line=line) from None
+        raise error(
+            f"not valid {what}: nested too deeply", path=path, line=line, hint=hint
+        ) from None
     except ValueError as err:  # e.g. an integer literal longer than Python converts
-        raise error(f"not valid {what}: {err}", path=path, line=line) from None
+        raise error(f"not valid {what}: {err}", path=path, line=line, hint=hint) from None
 
 
 def describe_validation_error(error: ValidationError) -> str:

@@ -35,7 +35,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from spanchor_core._io import atomic_write, describe_validation_error
+from spanchor_core._io import atomic_write, describe_validation_error, loads_strict
 from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus, canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError
@@ -349,36 +349,14 @@ def _query_to_json(query: GoldQuery) -> dict[str, Any]:
 # --------------------------------------------------------------------------- reading
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"key {key!r} appears twice")
-        result[key] = value
-    return result
-
-
 def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        raise GoldError(
-            f"not valid JSON ({err.msg} at column {err.colno})",
-            path=path,
-            line=line,
-            hint="each line must be one complete JSON object",
-        ) from None
-    except (ValueError, RecursionError) as err:
-        raise GoldError(
-            f"not valid JSON ({err or 'nested too deeply'})",
-            path=path,
-            line=line,
-            hint="fix the line",
-        ) from None
+    data = loads_strict(
+        text,
+        path=path,
+        line=line,
+        error=GoldError,
+        hint="each line must be one complete JSON object",
+    )
     if not isinstance(data, dict):
         raise GoldError(
             f"expected a JSON object, found {type(data).__name__}",

@@ -152,10 +152,10 @@ def test_empty_file_is_an_empty_gold_set(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "expected"),
     [
-        ([HEADER, "{not json"], r"g\.jsonl:2: not valid JSON \(Expecting property name"),
+        ([HEADER, "{not json"], r"g\.jsonl:2: not valid JSON: Expecting property name"),
         ([HEADER, "[1, 2]"], r"g\.jsonl:2: expected a JSON object, found list"),
-        ([HEADER, '{"query_id": "q", "query_id": "r"}'], r":2: not valid JSON \(key 'query_id'"),
-        ([HEADER, '{"query_id": NaN}'], r":2: not valid JSON \(NaN is not valid JSON\)"),
+        ([HEADER, '{"query_id": "q", "query_id": "r"}'], r":2: the key 'query_id' appears twice"),
+        ([HEADER, '{"query_id": NaN}'], r":2: NaN is not a JSON number"),
         ([HEADER, {"query_id": "q", "anchors": []}], r":2: field 'question': missing"),
         ([HEADER, _line(question=3)], r":2: field 'question': input should be a valid string"),
         (
@@ -201,7 +201,7 @@ def test_bad_line_error_renders_path_line_and_hint(tmp_path: Path) -> None:
     with pytest.raises(GoldError) as info:
         read_gold(path)
     assert str(info.value) == (
-        f"{path}:3: not valid JSON (Expecting value at column 1); "
+        f"{path}:3: not valid JSON: Expecting value (column 1); "
         "each line must be one complete JSON object"
     )
     assert info.value.line == 3
