@@ -1,0 +1,195 @@
+"""Turning LangChain ``Document`` objects into spanchor results, and framework ids into ours.
+
+This is the whole translation layer of the integration: every recorder (the wrapper, the
+callback handler, the gold-set runner, the LangSmith evaluator) goes through
+:func:`documents_to_results`, so that the same documents always become the same run-file lines
+whichever way they were captured.
+
+What is taken from a ``Document`` and why:
+
+* ``page_content`` is the result's text: it is what the model saw, and the core maps it back
+  onto the source by itself, so nothing else is required.
+* a score from the first of ``score_keys`` in its metadata that holds a real number
+  (``"score"``, then ``"relevance_score"``, the key rerankers such as Cohere's and FlashRank's
+  write). ``VectorStoreRetriever`` drops scores;
+  :class:`~spanchor_langchain.ScoredVectorStoreRetriever` keeps them in ``metadata["score"]``.
+* ``metadata["start_index"]`` (text splitters with ``add_start_index=True``) as an offset
+  *hint*: LangChain computes it with ``str.find`` from a guessed position, which is wrong in
+  known cases, so the core verifies it against the text and re-anchors when it does not match.
+  A hint is only checkable inside a named document, hence the document-id rule below.
+* a corpus document id, only through an explicit rule (``document_id=``). ``metadata["source"]``
+  is whatever the loader was given (a relative or absolute path, a URL), not a corpus id; a
+  guessed id would be a wrong hint. :func:`source_to_document_id` turns paths under the corpus
+  root into ids by the corpus rule (relative POSIX path without its suffix).
+* the whole metadata dict, copied, as provenance.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, Final, TypeAlias
+
+from langchain_core.documents import Document
+
+from spanchor_core.corpus import document_id_for
+from spanchor_core.runs import RetrievedResult, result_from_mapping
+
+__all__ = [
+    "DEFAULT_SCORE_KEYS",
+    "DocumentIdRule",
+    "document_id_function",
+    "documents_to_results",
+    "source_to_document_id",
+]
+
+DEFAULT_SCORE_KEYS: Final[tuple[str, ...]] = ("score", "relevance_score")
+"""Metadata keys searched for a document's score, in order."""
+
+DocumentIdRule: TypeAlias = str | Callable[[Document], str | None] | None
+"""How a ``Document`` names its corpus document: a metadata key whose value *is* the corpus id,
+a function ``Document -> id | None``, or ``None`` (no id: the core finds the text itself)."""
+
+
+def document_id_function(rule: DocumentIdRule) -> Callable[[Document], str | None] | None:
+    """The rule as a function (``None`` stays ``None``, so callers skip the call entirely)."""
+    if rule is None or callable(rule):
+        return rule
+    if isinstance(rule, str):
+        key = rule
+
+        def from_metadata(document: Document) -> str | None:
+            value = document.metadata.get(key)
+            return value if isinstance(value, str) and value else None
+
+        from_metadata.__name__ = f"metadata[{key!r}]"
+        return from_metadata
+    raise TypeError(
+        f"document_id must be a metadata key, a function or None, got {type(rule).__name__}"
+    )
+
+
+def source_to_document_id(
+    root: str | os.PathLike[str], *, key: str = "source"
+) -> Callable[[Document], str | None]:
+    """A ``document_id`` rule for documents loaded from files under the corpus root ``root``.
+
+    ``metadata[key]`` is read as a path (relative paths are taken relative to the working
+    directory at the time this function is called, as loaders saw them), resolved, and turned
+    into the corpus id of that file: its POSIX path relative to ``root`` without the last
+    suffix, the rule :func:`spanchor_core.load_corpus` uses. A source outside the root, a URL or
+    a missing source gives ``None``: an unknown id is better than a wrong one.
+    """
+    base = Path(root).resolve()
+    cwd = Path.cwd()
+
+    @functools.lru_cache(maxsize=4096)
+    def convert(source: str) -> str | None:
+        if "://" in source:
+            return None
+        path = Path(source)
+        if not path.is_absolute():
+            path = cwd / path
+        try:
+            relative = path.resolve().relative_to(base)
+        except (ValueError, OSError):
+            return None
+        if not relative.parts:
+            return None
+        return document_id_for(PurePosixPath(relative.as_posix()))
+
+    def document_id(document: Document) -> str | None:
+        source = document.metadata.get(key)
+        if isinstance(source, os.PathLike):
+            source = os.fspath(source)
+        return convert(source) if isinstance(source, str) and source else None
+
+    return document_id
+
+
+def _score(metadata: Mapping[str, Any], keys: Sequence[str]) -> float | None:
+    for key in keys:
+        value = metadata.get(key)
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is float:  # the common case, without the slower ABC check below
+            return float(value)
+        if kind is not bool and isinstance(value, numbers.Real):  # int, numpy scalars
+            return float(value)
+    return None
+
+
+def _hint(metadata: Mapping[str, Any], text: str) -> tuple[int | None, int | None]:
+    start = metadata.get("start_index")
+    # LangChain writes -1 when its own search failed; that is no hint at all.
+    if type(start) is int and start >= 0:
+        return start, start + len(text)
+    return None, None
+
+
+def documents_to_results(
+    documents: Iterable[Any],
+    *,
+    document_id: DocumentIdRule = None,
+    score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+    max_results: int | None = None,
+) -> list[RetrievedResult]:
+    """Ranked results (rank = position, from 1) for what a retriever returned.
+
+    Items may be ``Document`` objects (or anything with ``page_content`` and ``metadata``),
+    plain dicts in the shapes :func:`spanchor_core.runs.result_from_mapping` reads (including
+    LangChain's own ``{"page_content", "metadata"}`` serialisation) or bare strings. Anything
+    else raises ``TypeError``: a recorder counts it as a failure rather than guess.
+    ``max_results`` keeps only the first results.
+    """
+    rule = document_id_function(document_id)
+    keys = tuple(score_keys)
+    results: list[RetrievedResult] = []
+    for rank, item in enumerate(documents, start=1):
+        if max_results is not None and rank > max_results:
+            break
+        text = getattr(item, "page_content", None)
+        if type(text) is str or isinstance(text, str):
+            raw_metadata = getattr(item, "metadata", None)
+            if type(raw_metadata) is dict or isinstance(raw_metadata, Mapping):
+                metadata = dict(raw_metadata)
+            else:
+                metadata = {}
+            start, end = _hint(metadata, text)
+            doc_id = rule(item) if rule is not None else None
+            results.append(
+                RetrievedResult(rank, text, _score(metadata, keys), doc_id, start, end, metadata)
+            )
+        elif isinstance(item, Mapping):
+            results.append(_result_from_dict(item, rank, rule, keys))
+        elif isinstance(item, str):
+            results.append(RetrievedResult(rank, item))
+        else:
+            raise TypeError(
+                f"result {rank} is a {type(item).__name__}, not a Document, a dict or a string"
+            )
+    return results
+
+
+def _result_from_dict(
+    item: Mapping[str, Any],
+    rank: int,
+    rule: Callable[[Document], str | None] | None,
+    keys: tuple[str, ...],
+) -> RetrievedResult:
+    kwargs = item.get("kwargs")
+    if item.get("lc") == 1 and isinstance(kwargs, Mapping):
+        item = kwargs  # dumpd(Document): {"lc": 1, "type": "constructor", "kwargs": {...}}
+    content = item.get("page_content")
+    if isinstance(content, str):
+        raw_metadata = item.get("metadata")
+        metadata = dict(raw_metadata) if isinstance(raw_metadata, Mapping) else {}
+        document = Document(page_content=content, metadata=metadata)
+        start, end = _hint(metadata, content)
+        doc_id = rule(document) if rule is not None else None
+        return RetrievedResult(rank, content, _score(metadata, keys), doc_id, start, end, metadata)
+    return result_from_mapping(item, rank=rank)

@@ -1,0 +1,201 @@
+"""The one place where a LangChain retrieval becomes a run-file line, shared by every recorder.
+
+:class:`Recording` owns (or borrows) a :class:`spanchor_core.RunRecorder` and knows how to turn
+documents into results. Its :meth:`Recording.record` never raises, whatever goes wrong —
+documents it cannot read, a full disk, a bug of ours — because a recorder that breaks the
+retrieval it observes would be removed from the very pipelines it is meant to guard. Failures
+are counted instead (:attr:`Recording.failures`) and the first one is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.errors import RecorderError
+from spanchor_core.gold import GoldSet
+from spanchor_core.runs import RunRecorder
+from spanchor_langchain.documents import (
+    DEFAULT_SCORE_KEYS,
+    DocumentIdRule,
+    document_id_function,
+    documents_to_results,
+)
+
+__all__ = ["QUERY_ID_KEY", "RecordTarget", "Recording", "query_text"]
+
+QUERY_ID_KEY: Final = "spanchor_query_id"
+"""Config metadata key that carries the gold query id: ``{"metadata": {QUERY_ID_KEY: "q1"}}``."""
+
+RecordTarget = str | os.PathLike[str] | RunRecorder
+"""Where to record: a run-file path (opened, truncated, owned and closed by us) or an open
+:class:`~spanchor_core.RunRecorder` (shared, never closed by us)."""
+
+_log = logging.getLogger("spanchor_langchain")
+
+
+def query_text(value: Any) -> str:
+    """The query string of a retriever input (a string, or a dict holding one)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in ("query", "question", "input"):
+            found = value.get(key)
+            if isinstance(found, str):
+                return found
+    return str(value)
+
+
+class Recording:
+    """A recorder plus the conversion settings; thread- and async-safe, never raising.
+
+    ``gold`` lets the core fill in query ids from the query text (and puts the gold hash in the
+    header); ``corpus`` puts its fingerprint in the header, so ``spanchor gate`` refuses to
+    compare the run against other documents. Header arguments are only valid with a path: an
+    open recorder already wrote its header.
+    """
+
+    __slots__ = (
+        "_document_id",
+        "_failures",
+        "_lock",
+        "_max_results",
+        "_owned",
+        "_score_keys",
+        "document_id",
+        "query_id_key",
+        "recorder",
+    )
+
+    def __init__(
+        self,
+        target: RecordTarget,
+        *,
+        gold: GoldSet | None = None,
+        corpus: Corpus | None = None,
+        document_id: DocumentIdRule = None,
+        score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+        max_results: int | None = None,
+        query_id_key: str = QUERY_ID_KEY,
+        description: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        tags: Mapping[str, Any] | None = None,
+        mode: Literal["w", "a"] = "w",
+    ) -> None:
+        if isinstance(score_keys, str):
+            raise TypeError("score_keys must be a sequence of metadata keys, not one string")
+        if max_results is not None and (type(max_results) is not int or max_results < 1):
+            raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        self.document_id = document_id
+        self._document_id = document_id_function(document_id)
+        self._score_keys = tuple(score_keys)
+        self._max_results = max_results
+        self.query_id_key = query_id_key
+        self._lock = threading.Lock()
+        self._failures = 0
+        if isinstance(target, RunRecorder):
+            given = [
+                name
+                for name, value in (
+                    ("gold", gold),
+                    ("corpus", corpus),
+                    ("description", description or None),
+                    ("parameters", parameters),
+                    ("tags", tags),
+                )
+                if value is not None
+            ]
+            if given or mode != "w":
+                raise ValueError(
+                    "an open RunRecorder already has its header and gold set; pass "
+                    f"{', '.join(given) or 'mode'} when creating it, or pass a path instead"
+                )
+            self.recorder = target
+            self._owned = False
+        else:
+            self.recorder = RunRecorder(
+                target,
+                retriever=description,
+                parameters=parameters,
+                corpus_fingerprint=None if corpus is None else corpus.fingerprint,
+                gold=gold,
+                tags=tags,
+                mode=mode,
+            )
+            self._owned = True
+
+    @property
+    def failures(self) -> int:
+        """Retrievals that could not be recorded: unreadable outputs plus recorder failures."""
+        return self._failures + self.recorder.failures
+
+    @property
+    def records(self) -> int:
+        """Lines written so far (by anyone sharing the recorder)."""
+        return self.recorder.records
+
+    def query_id(self, metadata: Mapping[str, Any] | None) -> str | None:
+        """The gold query id carried in run metadata, if any (non-strings are ignored)."""
+        if not metadata:
+            return None
+        value = metadata.get(self.query_id_key)
+        return value if isinstance(value, str) and value else None
+
+    def record(
+        self,
+        query: Any,
+        documents: Any,
+        *,
+        query_id: str | None,
+        latency_ms: float | None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Write one line; never raises (see the module docstring)."""
+        try:
+            results = (
+                []
+                if error is not None
+                else documents_to_results(
+                    documents,
+                    document_id=self._document_id,
+                    score_keys=self._score_keys,
+                    max_results=self._max_results,
+                )
+            )
+        except Exception as exc:  # a recorder must never break the retrieval
+            self._failed(exc)
+            return
+        try:
+            self.recorder.record(
+                query_text(query),
+                results,
+                query_id=query_id,
+                latency_ms=latency_ms,
+                error=error,
+            )
+        except Exception as exc:
+            # A strict recorder raises after counting the failure itself; anything else is new.
+            if not (self.recorder.strict and isinstance(exc, RecorderError)):
+                self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        with self._lock:
+            self._failures += 1
+            first = self._failures == 1
+        if first:
+            _log.warning(
+                "spanchor: could not record a retrieval to %s (%s: %s); the retrieval is "
+                "unaffected, further failures are counted",
+                self.recorder.path,
+                type(exc).__name__,
+                exc,
+            )
+
+    def close(self) -> None:
+        """Close the recorder if we opened it; a borrowed one stays open for its owner."""
+        if self._owned:
+            self.recorder.close()
