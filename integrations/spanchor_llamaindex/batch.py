@@ -1,0 +1,326 @@
+"""An evaluator for ``BatchEvalRunner``: score a response's source nodes on span gold evidence.
+
+:class:`SpanEvidenceEvaluator` is a ``BaseEvaluator``: put it in a ``BatchEvalRunner`` beside
+faithfulness or relevancy evaluators and it judges the retrieval half of each response —
+``Response.source_nodes`` (after the query engine's postprocessors, with their scores,
+document ids and offset hints) against the gold anchors of the query.
+
+Gold per query arrives the way ``BatchEvalRunner`` passes per-query arguments, as one list per
+keyword (the runner hands item ``i`` of each list to call ``i``):
+
+* ``query_id=[...]`` (or ``query_ids=[...]``): gold query ids of the bound gold set;
+* ``reference=[...]``: the evidence itself, a text or a list of texts per query, located in the
+  corpus (each must occur once);
+* neither: the query text is looked up in the bound gold set.
+
+Failing fast and plainly. ``BatchEvalRunner`` wraps every evaluator call in a tenacity retry
+(3 attempts, at least 4 s apart) and its ``asyncio_run`` rewrites a ``RuntimeError`` into a
+misleading "nested async" message, so a raising evaluator turns one bad query id into an 8 s
+wait and a wrong diagnosis. This evaluator therefore never raises over its inputs: a query it
+cannot score comes back at once as ``EvaluationResult(passing=False, invalid_result=True,
+invalid_reason=...)``. :meth:`SpanEvidenceEvaluator.check_inputs` validates every query before
+the runner starts and raises one :class:`~spanchor_core.InputError` listing every problem.
+
+Every scored response is also kept as a run-file record: :meth:`~SpanEvidenceEvaluator.
+write_run` writes them (for ``spanchor gate``) and :meth:`~SpanEvidenceEvaluator.evaluation`
+scores them with the core, exactly as the gate would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from llama_index.core.base.response.schema import Response
+from llama_index.core.evaluation.base import BaseEvaluator, EvaluationResult
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import NodeWithScore
+
+from spanchor_core import (
+    DEFAULT_K,
+    DEFAULT_MIN_OVERLAP,
+    Anchor,
+    Corpus,
+    Evaluation,
+    GoldQuery,
+    GoldSet,
+    InputError,
+    RetrievalRecord,
+    RetrievedResult,
+    Run,
+    RunHeader,
+    evaluate,
+    write_run,
+)
+from spanchor_core.metrics import check_k, metric_names, split_metric_name
+from spanchor_core.runs import RetrieverInfo
+from spanchor_llamaindex._sync import run_sync
+from spanchor_llamaindex.metrics import GoldEvidence, SpanContext, metric_value
+from spanchor_llamaindex.nodes import DocumentIdResolver, default_document_id, nodes_to_results
+
+__all__ = ["SpanEvidenceEvaluator"]
+
+_GOLD_KEYWORDS = frozenset({"query_id", "query_ids", "reference"})
+
+
+def _synthetic_id(query: str) -> str:
+    """A stable id for a query judged by reference texts only (no gold query id)."""
+    return "query-" + hashlib.sha256(query.encode("utf-8")).hexdigest()[:12]
+
+
+class SpanEvidenceEvaluator(BaseEvaluator):
+    """Scores ``Response.source_nodes`` against span gold evidence, for ``BatchEvalRunner``.
+
+    ``score`` is ``metric`` (default ``recall@5``); ``passing`` is ``score >= threshold``.
+    ``feedback`` lists every metric at every K. ``k`` are the cutoffs computed;
+    ``document_id`` maps nodes to corpus ids (default:
+    :func:`~spanchor_llamaindex.nodes.default_document_id`).
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus | SpanContext,
+        gold: GoldSet | None = None,
+        *,
+        k: Sequence[int] = DEFAULT_K,
+        metric: str = "recall@5",
+        threshold: float = 0.5,
+        min_overlap: float | None = None,
+        document_id: DocumentIdResolver | None = None,
+    ) -> None:
+        if isinstance(corpus, SpanContext):
+            if gold is not None or min_overlap is not None:
+                raise InputError("pass gold and min_overlap to the SpanContext, not here")
+            self.context = corpus
+        else:
+            self.context = SpanContext(
+                corpus,
+                gold,
+                min_overlap=DEFAULT_MIN_OVERLAP if min_overlap is None else min_overlap,
+            )
+        self.k = check_k(k)
+        base, cutoff = split_metric_name(metric)
+        if metric not in metric_names(self.k):
+            raise InputError(
+                f"metric {metric!r} is not computed with k={list(self.k)}",
+                hint=f"choose one of {', '.join(metric_names(self.k))}",
+            )
+        self.metric = metric
+        self._base, self._cutoff = base, cutoff
+        self.threshold = float(threshold)
+        self._resolve = (
+            document_id if document_id is not None else default_document_id(self.context.corpus)
+        )
+        self._lock = threading.Lock()
+        self._records: list[RetrievalRecord] = []
+        self._gold_used: dict[str, GoldQuery] = {}
+
+    # -- PromptMixin: this evaluator uses no prompts -----------------------------------------
+
+    def _get_prompts(self) -> PromptDictType:
+        return {}
+
+    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
+        return None
+
+    # -- validation --------------------------------------------------------------------------
+
+    def check_inputs(
+        self,
+        queries: Sequence[str],
+        *,
+        query_id: Sequence[str | None] | None = None,
+        reference: Sequence[str | Sequence[str] | None] | None = None,
+    ) -> None:
+        """Raise one InputError listing every query that cannot be scored, before a run.
+
+        Pass the same lists you will give ``BatchEvalRunner``. Checks lengths, that every id
+        is in the gold set, and that every reference text occurs once in the corpus.
+        """
+        problems: list[str] = []
+        for name, values in (("query_id", query_id), ("reference", reference)):
+            if values is not None and len(values) != len(queries):
+                problems.append(f"{name} has {len(values)} items for {len(queries)} queries")
+        if not problems:
+            for index, query in enumerate(queries):
+                qid = query_id[index] if query_id is not None else None
+                ref = reference[index] if reference is not None else None
+                try:
+                    self._evidence(query, qid, ref)
+                except InputError as err:
+                    problems.append(f"query {index + 1} ({query[:40]!r}): {err.message}")
+        if problems:
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise InputError(
+                f"{len(problems)} of {len(queries)} queries cannot be scored: "
+                + "; ".join(problems[:5])
+                + more,
+                hint="fix the query ids or references before running BatchEvalRunner",
+            )
+
+    def _evidence(
+        self, query: str | None, query_id: str | None, reference: str | Sequence[str] | None
+    ) -> GoldEvidence:
+        if reference is not None and query_id is None:
+            texts = [reference] if isinstance(reference, str) else list(reference)
+            if not texts:
+                raise InputError("reference is empty")
+            return GoldEvidence(None, self.context.locate_evidence(texts), "reference")
+        return self.context.gold_evidence(query, None, None, query_id=query_id)
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def _invalid(self, query: str | None, reason: str) -> EvaluationResult:
+        return EvaluationResult(
+            query=query,
+            passing=False,
+            feedback=f"spanchor: {reason}",
+            invalid_result=True,
+            invalid_reason=reason,
+        )
+
+    def _judge(
+        self,
+        query: str | None,
+        response: str | None,
+        results: list[RetrievedResult],
+        kwargs: Mapping[str, Any],
+    ) -> EvaluationResult:
+        unknown = sorted(set(kwargs) - _GOLD_KEYWORDS)
+        if unknown:
+            return self._invalid(
+                query,
+                f"unexpected argument {unknown[0]!r}; per-query gold is passed as query_id=[...] "
+                "or reference=[...]",
+            )
+        query_id = kwargs.get("query_id", kwargs.get("query_ids"))
+        if query_id is not None and not isinstance(query_id, str):
+            return self._invalid(query, f"query_id must be a string, got {query_id!r}")
+        try:
+            evidence = self._evidence(query, query_id, kwargs.get("reference"))
+        except InputError as err:
+            return self._invalid(query, err.message)
+        locations = self.context.locate_results(results)
+        coverage = self.context.coverage(evidence.spans, locations)
+        overlap = self.context.min_overlap
+        values = {
+            name: metric_value(coverage, *split_metric_name(name), overlap)
+            for name in metric_names(self.k)
+        }
+        score = values[self.metric]
+        self._keep(query or "", evidence, results)
+        shown = " ".join(
+            f"{name}={value:.3g}" for name, value in values.items() if not name.startswith("un")
+        )
+        unmapped = coverage.unmapped[-1]
+        return EvaluationResult(
+            query=query,
+            contexts=[r.text or "" for r in results],
+            response=response,
+            passing=score >= self.threshold,
+            score=score,
+            feedback=f"{self.metric}={score:.3g} ({len(results)} sources, {unmapped} unmapped); "
+            + shown,
+        )
+
+    def _keep(self, query: str, evidence: GoldEvidence, results: list[RetrievedResult]) -> None:
+        if evidence.query_id is not None and self.context.gold is not None:
+            gold_query = self.context.gold[evidence.query_id]
+        else:
+            qid = _synthetic_id(query)
+            anchors = tuple(Anchor.from_span(self.context.corpus, *span) for span in evidence.spans)
+            gold_query = GoldQuery(qid, query, anchors)
+        record = RetrievalRecord(gold_query.query_id, query, tuple(results))
+        with self._lock:
+            self._records.append(record)
+            self._gold_used[gold_query.query_id] = gold_query
+
+    def evaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """:meth:`aevaluate` for synchronous code (never LlamaIndex's ``asyncio_run``)."""
+        return run_sync(self.aevaluate(query, response, contexts, **kwargs))
+
+    def evaluate_response(
+        self,
+        query: str | None = None,
+        response: Response | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """:meth:`aevaluate_response` for synchronous code."""
+        return run_sync(self.aevaluate_response(query, response, **kwargs))
+
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """Score context strings (no offsets or document ids: located by text alone)."""
+        results = [RetrievedResult(rank, text) for rank, text in enumerate(contexts or (), start=1)]
+        return self._judge(query, response, results, kwargs)
+
+    async def aevaluate_response(
+        self,
+        query: str | None = None,
+        response: Response | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """Score ``response.source_nodes`` with their scores, document ids and offset hints."""
+        nodes: list[NodeWithScore] = list(response.source_nodes) if response is not None else []
+        text = response.response if response is not None else None
+        return self._judge(query, text, nodes_to_results(nodes, self._resolve), kwargs)
+
+    # -- the run behind the results -----------------------------------------------------------
+
+    @property
+    def records(self) -> list[RetrievalRecord]:
+        """The scored retrievals so far, in completion order."""
+        with self._lock:
+            return list(self._records)
+
+    def gold_set(self) -> GoldSet:
+        """The gold queries the scored retrievals were judged against."""
+        with self._lock:
+            return GoldSet(self._gold_used.values())
+
+    def run(self, *, retriever: str = "llama_index query engine") -> Run:
+        """The scored retrievals as a run (what ``spanchor gate`` reads)."""
+        header = RunHeader(
+            retriever=RetrieverInfo(description=retriever, parameters={"k": list(self.k)}),
+            corpus_fingerprint=self.context.corpus.fingerprint,
+            created_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        )
+        return Run(header=header, records=self.records)
+
+    def write_run(
+        self, path: str | os.PathLike[str], *, retriever: str = "llama_index query engine"
+    ) -> None:
+        """Write the scored retrievals as a run file."""
+        write_run(self.run(retriever=retriever), path)
+
+    def evaluation(self) -> Evaluation:
+        """The core evaluation of the scored retrievals (the numbers the gate would see)."""
+        return evaluate(
+            self.context.corpus,
+            self.gold_set(),
+            self.run(),
+            k=self.k,
+            min_overlap=self.context.min_overlap,
+            locator=self.context.locator,
+        )
+
+    def reset(self) -> None:
+        """Forget the scored retrievals (start a new batch)."""
+        with self._lock:
+            self._records.clear()
+            self._gold_used.clear()

@@ -1,0 +1,160 @@
+"""SpanEvidenceEvaluator inside BatchEvalRunner, over a query engine with MockLLM (offline)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.response.schema import Response
+from llama_index.core.evaluation import BatchEvalRunner
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+
+from spanchor_core import InputError, evaluate, read_run
+from spanchor_llamaindex import SpanEvidenceEvaluator
+from tests.integrations.contract import SCENARIO, check_run_file
+from tests.integrations.test_llamaindex import ScenarioRetriever
+
+# BatchEvalRunner.__init__ itself calls LlamaIndex's deprecated asyncio_module() (0.14.25).
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:asyncio_module\(\) is deprecated:DeprecationWarning:llama_index"
+)
+
+QUESTIONS = [q.question for q in SCENARIO.gold.values()]
+IDS = list(SCENARIO.gold)
+
+
+def _engine(**kwargs: object) -> RetrieverQueryEngine:
+    return RetrieverQueryEngine.from_args(
+        ScenarioRetriever(SCENARIO, **kwargs),  # type: ignore[arg-type]
+        llm=MockLLM(max_tokens=8),
+    )
+
+
+def _gold_kwargs(**lists: list[str]) -> dict[str, Any]:
+    """Per-query keyword lists; LlamaIndex types ``**eval_kwargs_lists`` as dicts, wrongly."""
+    return dict(lists)
+
+
+def _response(engine: RetrieverQueryEngine, question: str) -> Response:
+    response = engine.query(question)
+    assert isinstance(response, Response)
+    return response
+
+
+def _evaluator() -> SpanEvidenceEvaluator:
+    return SpanEvidenceEvaluator(SCENARIO.corpus, SCENARIO.gold, k=(1, 3), metric="recall@3")
+
+
+def test_evaluate_queries_with_query_ids(tmp_path: Path) -> None:
+    evaluator = _evaluator()
+    runner = BatchEvalRunner({"span": evaluator}, workers=4)
+    results = asyncio.run(
+        runner.aevaluate_queries(_engine(), queries=QUESTIONS, **_gold_kwargs(query_id=IDS))
+    )
+    span = results["span"]
+    assert [r.query for r in span] == QUESTIONS
+    assert all(r.passing and r.score == 1.0 and not r.invalid_result for r in span)
+    assert span[0].feedback is not None
+    assert "recall@3=1" in span[0].feedback
+    # The scored source nodes form a run file the contract (and the gate) accepts.
+    path = tmp_path / "run.jsonl"
+    evaluator.write_run(path)
+    check_run_file(path)
+    own = evaluator.evaluation()
+    direct = evaluate(SCENARIO.corpus, SCENARIO.gold, read_run(path), k=(1, 3))
+    for qid in IDS:
+        assert dict(own[qid]) == dict(direct[qid])
+
+
+def test_evaluate_responses_by_question_text_and_reference() -> None:
+    engine = _engine()
+    responses = [_response(engine, q) for q in QUESTIONS]
+    evaluator = _evaluator()
+    runner = BatchEvalRunner({"span": evaluator})
+    by_text = asyncio.run(runner.aevaluate_responses(queries=QUESTIONS, responses=responses))
+    assert [r.score for r in by_text["span"]] == [1.0, 1.0, 1.0, 1.0]
+    # Evidence given as reference text instead of a gold set.
+    bare = SpanEvidenceEvaluator(SCENARIO.corpus, k=(1, 3), metric="hit@1")
+    references = ["six hours of sun", "at room temperature", "A sharp knife", "Water them"]
+    by_ref = asyncio.run(
+        BatchEvalRunner({"span": bare}).aevaluate_responses(
+            queries=QUESTIONS, responses=responses, **_gold_kwargs(reference=references)
+        )
+    )
+    assert [r.passing for r in by_ref["span"]] == [True, True, True, True]
+    assert len(bare.gold_set()) == 4
+
+
+def test_contexts_only_path_scores_by_text() -> None:
+    evaluator = _evaluator()
+    contexts = [[hit.text for hit in SCENARIO.retrieve(q, 3)] for q in QUESTIONS]
+    results = asyncio.run(
+        BatchEvalRunner({"span": evaluator}).aevaluate_response_strs(
+            queries=QUESTIONS,
+            response_strs=["-"] * 4,
+            contexts_list=contexts,
+            **_gold_kwargs(query_id=IDS),
+        )
+    )
+    assert [r.score for r in results["span"]] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_bad_input_fails_plainly_and_fast() -> None:
+    evaluator = _evaluator()
+    runner = BatchEvalRunner({"span": evaluator}, workers=2)
+    started = time.perf_counter()
+    results = asyncio.run(
+        runner.aevaluate_queries(
+            _engine(), queries=QUESTIONS, **_gold_kwargs(query_id=["q1", "q2", "nope", "q4"])
+        )
+    )
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, "no tenacity retries (3 attempts, >= 4 s apart)"
+    bad = results["span"][2]
+    assert bad.invalid_result
+    assert bad.passing is False
+    assert bad.score is None
+    assert bad.invalid_reason == "query id 'nope' cannot be scored: it is not in the gold set"
+    assert [r.passing for r in results["span"]] == [True, True, False, True]
+    # Unknown keyword (a typo) is reported, not ignored.
+    typo = asyncio.run(
+        BatchEvalRunner({"span": evaluator}).aevaluate_queries(
+            _engine(), queries=QUESTIONS[:1], **_gold_kwargs(queryid=["q1"])
+        )
+    )
+    assert "unexpected argument 'queryid'" in str(typo["span"][0].invalid_reason)
+
+
+def test_check_inputs_lists_every_problem_before_the_run() -> None:
+    evaluator = _evaluator()
+    evaluator.check_inputs(QUESTIONS, query_id=IDS)  # fine: no error
+    with pytest.raises(InputError) as caught:
+        evaluator.check_inputs(QUESTIONS, query_id=["q1", "x", "q3", "y"])
+    message = str(caught.value)
+    assert message.startswith("2 of 4 queries cannot be scored")
+    assert "'x'" in message
+    assert "'y'" in message
+    with pytest.raises(InputError, match="query_id has 1 items for 4 queries"):
+        evaluator.check_inputs(QUESTIONS, query_id=["q1"])
+    with pytest.raises(InputError, match="occurs"):
+        evaluator.check_inputs(["q?"], reference=["Basil"])
+
+
+def test_sync_entry_points_do_not_use_llamaindex_asyncio_run() -> None:
+    evaluator = _evaluator()
+    response = _response(_engine(), QUESTIONS[0])
+    assert evaluator.evaluate_response(QUESTIONS[0], response).score == 1.0
+    result = evaluator.evaluate(QUESTIONS[0], "-", [SCENARIO.retrieve(QUESTIONS[0])[0].text])
+    assert result.score == 1.0
+
+
+def test_constructor_rejects_a_metric_not_computed() -> None:
+    with pytest.raises(InputError, match="not computed"):
+        SpanEvidenceEvaluator(SCENARIO.corpus, k=(1, 3), metric="recall@5")
