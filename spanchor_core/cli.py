@@ -60,6 +60,7 @@ from spanchor_core.gate import (
     run_gate,
 )
 from spanchor_core.gold import read_gold, validate_gold, write_gold
+from spanchor_core.html_report import comparison_html, write_html
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_METRICS, DEFAULT_MIN_OVERLAP, split_metric_name
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.reports import (
@@ -474,6 +475,7 @@ def _write_outputs(
     json_path: Path | None,
     report: Path | None,
     junit: Path | None,
+    html: Path | None,
     redact: bool,
 ) -> None:
     if json_path is not None:
@@ -490,6 +492,16 @@ def _write_outputs(
         write_report(text, report)
     if junit is not None:
         write_report(comparison_junit(outcome.comparison, redact=redact), junit)
+    if html is not None:
+        page = comparison_html(
+            outcome.comparison,
+            baseline=outcome.baseline,
+            candidate=outcome.candidate,
+            gold=outcome.gold,
+            corpus=outcome.corpus,
+            redact=redact,
+        )
+        write_html(page, html)
 
 
 @app.command("compare")
@@ -507,6 +519,10 @@ def compare_command(
     ] = None,
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Write JUnit XML (one test case per query).")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write a self-contained HTML report with plots."),
     ] = None,
     redact: Annotated[
         bool, typer.Option("--redact", help="Leave questions and evidence text out of reports.")
@@ -548,7 +564,7 @@ def compare_command(
     chosen = _policy_with_overrides(policy, max_recall_drop, max_precision_drop)
     with _progress(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
-    _write_outputs(outcome, json_path=output, report=report, junit=junit, redact=redact)
+    _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
     _print_comparison(outcome.comparison, quiet)
     raise typer.Exit(outcome.exit_code)
 
@@ -556,7 +572,7 @@ def compare_command(
 @app.command()
 def gate(
     config_file: Annotated[
-        Path, typer.Option("--config", help="pyproject.toml holding [tool.spanchor].")
+        Path, typer.Option("--config", help="pyproject.toml holding \\[tool.spanchor].")
     ] = Path("pyproject.toml"),
     docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
     gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
@@ -572,6 +588,7 @@ def gate(
         typer.Option("-r", "--report", help="Markdown report (e.g. $GITHUB_STEP_SUMMARY)."),
     ] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="JUnit XML report.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="HTML report with plots.")] = None,
     redact: Annotated[
         bool | None,
         typer.Option("--redact/--no-redact", help="Leave questions and evidence out of reports."),
@@ -583,7 +600,7 @@ def gate(
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 3).
 
-    Every option can live in [tool.spanchor] of pyproject.toml, so that `spanchor gate`
+    Every option can live in \\[tool.spanchor] of pyproject.toml, so that `spanchor gate`
     alone is the CI step. Example:
 
     spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
@@ -600,6 +617,7 @@ def gate(
         json=output,
         report=report,
         junit=junit,
+        html=html,
         redact=redact,
         max_unmapped_rate=max_unmapped_rate,
     )
@@ -610,6 +628,7 @@ def gate(
         json_path=config.json_output,
         report=config.report,
         junit=config.junit,
+        html=config.html,
         redact=config.redact,
     )
     _print_comparison(outcome.comparison, quiet)

@@ -330,6 +330,12 @@ class Comparison:
                 return row
         raise KeyError(f"metric {metric!r} has no aggregate row")
 
+    def _repr_html_(self) -> str:
+        """Rich notebook display: verdict, aggregates and the per-query delta plot."""
+        from spanchor_core.html_report import comparison_summary_html  # lazy: light import
+
+        return comparison_summary_html(self)
+
 
 # -- statistics -------------------------------------------------------------------------------
 

@@ -270,6 +270,12 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     def __repr__(self) -> str:
         return f"Evaluation({len(self)} queries, k={list(self.settings.k)})"
 
+    def _repr_html_(self) -> str:
+        """Rich notebook display: headline means by K, a recall-vs-K curve, mapping health."""
+        from spanchor_core.html_report import evaluation_summary_html  # lazy: light import
+
+        return evaluation_summary_html(self)
+
     def _check_name(self, name: str) -> None:
         if name not in self.metric_names:
             raise KeyError(f"unknown metric {name!r}; known: {', '.join(self.metric_names)}")

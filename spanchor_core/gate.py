@@ -135,6 +135,7 @@ class GateConfig(BaseModel):
     report: Path | None = None
     json_output: Path | None = Field(default=None, alias="json")
     junit: Path | None = None
+    html: Path | None = None
     redact: bool = False
     seed: int | None = None
     allow_mismatch: bool = False
@@ -147,7 +148,7 @@ class GateConfig(BaseModel):
         return load_policy(self.policy)
 
 
-_PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit")
+_PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit", "html")
 
 
 def gate_config_from_pyproject(

@@ -29,7 +29,7 @@ def test_info_lists_documents(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "info", DOCS)
     assert code == 0
     assert "kettle-manual" in out
-    assert "4 documents" in out
+    assert "10 documents" in out
 
 
 def test_evaluate_writes_an_evaluation_that_the_library_reads(
@@ -40,7 +40,7 @@ def test_evaluate_writes_an_evaluation_that_the_library_reads(
     assert code == 0
     evaluation = read_evaluation(target)
     assert evaluation.settings.k == (1, 5)
-    assert len(evaluation) == 24
+    assert len(evaluation) == 57
     assert f"{evaluation.mean('recall@5'):.3f}" in out
 
 
@@ -213,3 +213,32 @@ def test_0x_gold_set_hash_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, *fail)[0] == 2
     ignore = [*args, "--gold-set-hash", "x", "--corpus-mismatch-policy", "ignore"]
     assert run_cli(capsys, *ignore) == (0, "", "")
+
+
+def test_gate_help_shows_the_config_table_name() -> None:
+    from typer.testing import CliRunner
+
+    from spanchor_core.cli import app
+
+    result = CliRunner().invoke(app, ["gate", "--help"], terminal_width=200)
+    assert "[tool.spanchor] of pyproject.toml" in result.output
+
+
+def test_gate_writes_every_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = str(QUICKSTART / "spanchor.toml")
+    out = {name: tmp_path / name for name in ("c.json", "r.md", "j.xml", "h.html")}
+    argv = ["gate", "--config", config, "-q", "--json", str(out["c.json"])]
+    argv += ["-r", str(out["r.md"]), "--junit", str(out["j.xml"]), "--html", str(out["h.html"])]
+    assert run_cli(capsys, *argv)[0] == 1
+    comparison = read_comparison(out["c.json"])
+    regressed = [row.query_id for row in comparison.queries if row.regressed]
+    html = out["h.html"].read_text(encoding="utf-8")
+    markdown = out["r.md"].read_text(encoding="utf-8")
+    junit = out["j.xml"].read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<mark" in html
+    assert markdown.splitlines()[0].startswith("## ❌ spanchor: FAIL")
+    assert f'failures="{len(regressed)}"' in junit
+    for qid in regressed:
+        assert qid in html
+        assert qid in markdown

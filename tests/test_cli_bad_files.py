@@ -133,4 +133,4 @@ def test_written_files_get_ordinary_permissions(evaluation: Path) -> None:
     evaluation.chmod(0o600)
     main(["evaluate", DOCS, GOLD, BASE, "--k", "5", "-q", "-o", str(evaluation)])
     assert stat.S_IMODE(evaluation.stat().st_mode) == 0o600  # a rewrite keeps the mode
-    assert len(read_evaluation(evaluation)) == 24
+    assert len(read_evaluation(evaluation)) == 57

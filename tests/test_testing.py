@@ -247,7 +247,7 @@ def test_the_quickstart_candidate_regresses_with_its_evidence_named() -> None:
             corpus=QUICKSTART / "docs",
         )
     text = str(caught.value)
-    assert "8 of 24 compared queries regressed" in text
+    assert "14 of 57 compared queries regressed" in text
     assert (
         "  q01 “How much water can the kettle hold at most?”\n"
         "    hit@5     1.000 → 0.000 (-1.000)\n"
@@ -340,7 +340,7 @@ def test_candidate(spanchor_evaluate, spanchor_baseline, spanchor_policy, spanch
 
 def test_candidate_overlap(spanchor_assert_no_regression):
     comparison = spanchor_assert_no_regression("runs/candidate-overlap.jsonl")
-    assert comparison.counts["improved"] == 1
+    assert comparison.counts["improved"] == 0
 """
 
 
@@ -369,12 +369,12 @@ def _check_regression_output(result: pytest.RunResult) -> None:
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     expected = [
-        "RetrievalRegression: spanchor retrieval gate: FAIL — 8 of 24 compared queries",
+        "RetrievalRegression: spanchor retrieval gate: FAIL — 14 of 57 compared queries",
         "regressed queries, worst first:",
         "q01 “How much water can the kettle hold at most?”",
         "kettle-manual[151:176] “the MAX mark (1.7 litres)”",
-        "q17 “Which firmware fixed the ring light staying amber?”",
-        "release-notes[182:200] “Version 2.3 (Janua”",
+        "q02 “What is the minimum amount of water to boil?”",
+        "kettle-manual[87:146] “The water level must stay between the MIN mark (0.5 litres)”",
         "FAILED test_user.py::test_candidate",
     ]
     positions = [out.find(text) for text in expected]

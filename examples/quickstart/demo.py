@@ -2,8 +2,8 @@
 
 Runs ``spanchor gate`` twice with the settings in ``spanchor.toml``:
 
-1. baseline (paragraph chunks) vs ``candidate`` (100-character windows): evidence is cut in
-   pieces, eight questions lose it, the gate fails with exit code 1;
+1. baseline (paragraph chunks) vs ``candidate`` (200-character windows): evidence is cut in
+   pieces, 14 of the 57 questions lose some of it, the gate fails with exit code 1;
 2. baseline vs ``candidate-overlap`` (400-character windows overlapping by 200): nothing is
    lost, the gate passes with exit code 0.
 
@@ -31,7 +31,7 @@ def step(title: str, argv: list[str], expected: int) -> bool:
 
 def main() -> int:
     config = ["gate", "--config", CONFIG]
-    ok = step("paragraphs -> 100-char windows: the gate must fail", config, expected=1)
+    ok = step("paragraphs -> 200-char windows: the gate must fail", config, expected=1)
     overlap = str(HERE / "runs" / "candidate-overlap.jsonl")
     ok &= step(
         "paragraphs -> 400-char windows, 200 overlap: the gate must pass",

@@ -1,10 +1,18 @@
-"""Regenerate the quickstart example: gold set and two BM25 runs over two chunkings.
+"""Regenerate the quickstart example: the gold set and three BM25 runs over three chunkings.
 
-The story: a team replaces paragraph chunks (baseline) with fixed 100-character windows
-(``candidate``), and then with 400-character windows overlapping by 200 (``candidate-overlap``).
-Chunk ids change completely each time, but the gold set — spans of the documents — does not,
-so spanchor can say exactly which questions lost their evidence, and that the second try
-lost none.
+The story: the support assistant of a small appliance maker answers from ten documents (manuals,
+an FAQ, policies, release notes, a French quick guide). Its retriever is BM25 (``bm25s``) over
+paragraph chunks (``baseline``). A refactor replaces the paragraph splitter with fixed
+200-character windows without overlap (``candidate``) so that every chunk has the same size;
+windows ignore sentence boundaries, so evidence that straddles a boundary is cut in two and
+each half, stripped of the words around it, ranks lower. The fix keeps the windows but makes
+them 400 characters overlapping by 200 (``candidate-overlap``): any sentence of at most 200
+characters then lies whole inside some window. Chunk ids change completely each time, but the
+gold set — spans of the documents — does not, so spanchor can say exactly which questions lost
+their evidence, and that the fix lost none.
+
+``questions.json`` is the hand-written source of the gold set: each question names the
+document and the exact evidence text, which is anchored with ``anchor_from_text``.
 
 Run from anywhere:  python examples/quickstart/make_example.py [OUT_DIR]
 Output is deterministic: same documents, same files (timestamps aside).
@@ -29,7 +37,7 @@ TOP_K = 5
 
 
 def paragraph_chunks(corpus: Corpus) -> list[tuple[str, str]]:
-    """Baseline chunker: one chunk per paragraph (blank-line separated)."""
+    """Baseline chunker: one chunk per paragraph (blank-line separated), heading included."""
     chunks = []
     for document_id, doc in corpus.items():
         for block in re.split(r"\n\s*\n", doc.text):
@@ -51,6 +59,7 @@ def window_chunks(corpus: Corpus, size: int, overlap: int = 0) -> list[tuple[str
 
 
 def build_gold(corpus: Corpus) -> GoldSet:
+    """Anchor every evidence text of ``questions.json`` in its document (fails if absent)."""
     spec = json.loads((HERE / "questions.json").read_text(encoding="utf-8"))
     queries = [
         GoldQuery(
@@ -63,12 +72,19 @@ def build_gold(corpus: Corpus) -> GoldSet:
         )
         for item in spec
     ]
-    return GoldSet(queries, description="quickstart example: questions about the Orbit kettle")
+    return GoldSet(
+        queries, description="quickstart example: questions about the Orbit appliance range"
+    )
 
 
 def record_run(
     path: Path, name: str, chunks: list[tuple[str, str]], gold: GoldSet, corpus: Corpus
 ) -> None:
+    """Index ``chunks`` with BM25, ask every gold question, record the top ``TOP_K`` texts.
+
+    Only the chunk text is recorded (plus its source document as metadata): spanchor maps it
+    back onto the documents, which is what a real application's log would let it do.
+    """
     retriever = bm25s.BM25()
     retriever.index(
         bm25s.tokenize([text for _, text in chunks], stopwords="en", show_progress=False),
@@ -106,7 +122,7 @@ def main(out: Path = HERE) -> None:
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     record_run(runs / "baseline.jsonl", "paragraphs", paragraph_chunks(corpus), gold, corpus)
-    record_run(runs / "candidate.jsonl", "windows-100", window_chunks(corpus, 100), gold, corpus)
+    record_run(runs / "candidate.jsonl", "windows-200", window_chunks(corpus, 200), gold, corpus)
     record_run(
         runs / "candidate-overlap.jsonl",
         "windows-400-overlap-200",
