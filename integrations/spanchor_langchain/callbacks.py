@@ -23,6 +23,15 @@ How it joins and filters LangChain's events:
   event loop under ``ainvoke``/``abatch`` (``run_inline``: its work is a dictionary update and
   one small write, cheaper than a hop to a thread, and the timing stays honest). Its state is
   guarded by a lock; the run file by the recorder's own lock.
+* A retriever run can start and never end: ``BaseRetriever.ainvoke`` reports only
+  ``Exception``, so a cancellation (``asyncio.wait_for``, a cancelled task) fires neither
+  ``on_retriever_end`` nor ``on_retriever_error``. Such a run is not left pending forever: when
+  the top-level run it belongs to ends or fails (chains report ``BaseException``, cancellation
+  included), every retrieval of that run still pending is written as an error line
+  (``CancelledError: ...`` or ``no end event: ...``), and :meth:`SpanchorCallbackHandler.close`
+  does the same for whatever is left. To know which top-level run a retrieval belongs to, the
+  handler keeps the parent of every open nested chain, tool and retriever run (one dictionary
+  write at the start of a run and one removal at its end; top-level runs are not stored).
 * It never breaks the user's chain: every method catches everything and counts it
   (:attr:`SpanchorCallbackHandler.failures`). ``raise_error`` stays ``False`` — LangChain would
   otherwise re-raise a handler's exception into the chain.
@@ -30,6 +39,7 @@ How it joins and filters LangChain's events:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -62,7 +72,21 @@ class _Retrieval:
     query_id: str | None
     started: float
     nested: bool  # another retriever run encloses this one
+    parent: UUID | None  # the run this one was started in
+    root: UUID  # the top-level run this one belongs to (itself when it is top-level)
     has_inner: bool = False  # another retriever run started inside this one
+
+
+_MAX_DEPTH: Final = 256  # bound on parent walks; LangChain run trees are far shallower
+
+
+def _abandoned(error: BaseException | None) -> str:
+    """The error text of a retrieval whose top-level run ended before it did."""
+    if isinstance(error, asyncio.CancelledError):
+        return "CancelledError: the retrieval was cancelled (no end event)"
+    if error is not None:
+        return f"no end event: the enclosing run failed with {type(error).__name__}"
+    return "no end event: the enclosing run ended before the retrieval did"
 
 
 class SpanchorCallbackHandler(BaseCallbackHandler):
@@ -122,6 +146,9 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         # run id -> id of the nearest retriever run enclosing it (itself, for a retriever run);
         # holds only runs inside some retriever run.
         self._enclosing: dict[UUID, UUID] = {}
+        # run id -> parent run id, for open nested runs (chains, tools, retrievers); single
+        # dict operations are atomic, so the chain hot path writes it without the lock.
+        self._parents: dict[UUID, UUID] = {}
         self._failures = 0
 
     # -- state --------------------------------------------------------------------------------
@@ -147,7 +174,20 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         return len(self._retrievals)
 
     def close(self) -> None:
-        """Release the run file if this handler opened it (every line is already written)."""
+        """Write still-pending retrievals as error lines, then release the run file if this
+        handler opened it (every other line is already written)."""
+        try:
+            with self._lock:
+                left = list(self._retrievals.values())
+                self._retrievals.clear()
+                self._enclosing.clear()
+                self._parents.clear()
+            for retrieval in left:
+                self._write_abandoned(
+                    retrieval, "no end event: the handler was closed before the retrieval ended"
+                )
+        except Exception as exc:
+            self._failed(exc)
         self._recording.close()
 
     def __enter__(self) -> SpanchorCallbackHandler:
@@ -180,14 +220,8 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
     def ignore_custom_event(self) -> bool:
         return True
 
-    @property
-    def ignore_chain(self) -> bool:
-        # Chain (and tool) runs only matter to tell nested retrievers apart.
-        return self.nested == "all"
-
-    @property
-    def ignore_agent(self) -> bool:
-        return self.nested == "all"  # tool events are filtered by this flag
+    # Chain and tool events (tools are filtered by ``ignore_agent``) are always wanted: they tell
+    # nested retrievers apart and end the retrievals a cancelled top-level run left pending.
 
     # -- retriever events ---------------------------------------------------------------------
 
@@ -206,6 +240,11 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
             started = time.perf_counter()
             query_id = self._recording.query_id(metadata)
             with self._lock:
+                if parent_run_id is None:
+                    root = run_id
+                else:
+                    self._parents[run_id] = parent_run_id
+                    root = self._root_of(parent_run_id)
                 outer = None if parent_run_id is None else self._enclosing.get(parent_run_id)
                 if outer is not None:
                     enclosing = self._retrievals.get(outer)
@@ -218,6 +257,8 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
                     query_id,
                     started,
                     outer is not None,
+                    parent_run_id,
+                    root,
                 )
         except Exception as exc:
             self._failed(exc)
@@ -240,6 +281,8 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
                     query_id=retrieval.query_id,
                     latency_ms=(ended - retrieval.started) * 1000.0,
                 )
+            if parent_run_id is None and self._retrievals:
+                self._end_root(run_id, None)
         except Exception as exc:
             self._failed(exc)
 
@@ -262,6 +305,8 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
                     latency_ms=(ended - retrieval.started) * 1000.0,
                     error=error,
                 )
+            if parent_run_id is None and self._retrievals:
+                self._end_root(run_id, error)
         except Exception as exc:
             self._failed(exc)
 
@@ -269,26 +314,76 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         """Forget the run; return it if the nesting policy keeps it."""
         with self._lock:
             self._enclosing.pop(run_id, None)
+            self._parents.pop(run_id, None)
             retrieval = self._retrievals.pop(run_id, None)
         if retrieval is None:  # its start was not seen (handler attached mid-run)
             return None
+        return retrieval if self._kept(retrieval) else None
+
+    def _kept(self, retrieval: _Retrieval) -> bool:
+        """Whether the nesting policy writes this retrieval."""
         if self.nested == "outermost":
-            return None if retrieval.nested else retrieval
+            return not retrieval.nested
         if self.nested == "innermost":
-            return None if retrieval.has_inner else retrieval
-        return retrieval
+            return not retrieval.has_inner
+        return True
+
+    def _root_of(self, run_id: UUID) -> UUID:
+        """The top-level run ``run_id`` belongs to (runs started before we saw them end it)."""
+        for _ in range(_MAX_DEPTH):
+            parent = self._parents.get(run_id)
+            if parent is None:
+                return run_id
+            run_id = parent
+        return run_id
+
+    def _end_root(self, root: UUID, error: BaseException | None) -> None:
+        """A top-level run ended: its retrievals still pending will never end; write them."""
+        with self._lock:
+            left = [r for r in self._retrievals.items() if r[1].root == root]
+            for run_id, _ in left:
+                del self._retrievals[run_id]
+                self._enclosing.pop(run_id, None)
+                # The runs between it and the root never ended either (a tool does not
+                # report a cancellation); forget them too.
+                parent = self._parents.pop(run_id, None)
+                for _ in range(_MAX_DEPTH):
+                    if parent is None or parent == root:
+                        break
+                    self._enclosing.pop(parent, None)
+                    parent = self._parents.pop(parent, None)
+        for _, retrieval in left:
+            self._write_abandoned(retrieval, _abandoned(error))
+
+    def _write_abandoned(self, retrieval: _Retrieval, reason: str) -> None:
+        if self._kept(retrieval):
+            self._recording.record(
+                retrieval.query,
+                None,
+                query_id=retrieval.query_id,
+                latency_ms=(time.perf_counter() - retrieval.started) * 1000.0,
+                error=reason,
+            )
 
     # -- chain and tool events: nesting only --------------------------------------------------
 
     def _enter(self, run_id: UUID, parent_run_id: UUID | None) -> None:
         if parent_run_id is None:
             return
+        self._parents[run_id] = parent_run_id  # one atomic write
         outer = self._enclosing.get(parent_run_id)  # one atomic lookup outside retrievers
         if outer is not None:
             with self._lock:
                 self._enclosing[run_id] = outer
 
-    def _leave(self, run_id: UUID) -> None:
+    def _leave(
+        self, run_id: UUID, parent_run_id: UUID | None, error: BaseException | None = None
+    ) -> None:
+        if parent_run_id is None:
+            if self._retrievals:
+                self._end_root(run_id, error)
+            return
+        self._parents.pop(run_id, None)  # one atomic removal
         if run_id in self._enclosing:
             with self._lock:
                 self._enclosing.pop(run_id, None)
@@ -311,7 +406,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         try:
-            self._leave(run_id)
+            self._leave(run_id, parent_run_id)
         except Exception as exc:
             self._failed(exc)
 
@@ -324,7 +419,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
-            self._leave(run_id)
+            self._leave(run_id, parent_run_id, error)
         except Exception as exc:
             self._failed(exc)
 
@@ -346,7 +441,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         try:
-            self._leave(run_id)
+            self._leave(run_id, parent_run_id)
         except Exception as exc:
             self._failed(exc)
 
@@ -359,7 +454,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
-            self._leave(run_id)
+            self._leave(run_id, parent_run_id, error)
         except Exception as exc:
             self._failed(exc)
 

@@ -152,7 +152,7 @@ class Recording:
         *,
         query_id: str | None,
         latency_ms: float | None,
-        error: BaseException | None = None,
+        error: str | BaseException | None = None,
     ) -> None:
         """Write one line; never raises (see the module docstring)."""
         try:

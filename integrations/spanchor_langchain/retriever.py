@@ -8,9 +8,11 @@ itself a ``BaseRetriever``, so it goes wherever the original went (LCEL chains, 
 It is transparent on purpose: ``invoke`` and ``ainvoke`` hand the input, the config (callbacks,
 tags, metadata, ``configurable``, run name) and keyword arguments to the wrapped runnable
 unchanged and return its output object itself; exceptions propagate unchanged (the same object,
-with its traceback) after being recorded as an error line. The wrapper starts no run of its own,
-so traces and callback handlers see exactly the runs they saw before — and a
-:class:`~spanchor_langchain.SpanchorCallbackHandler` in the same chain never sees a duplicate.
+with its traceback) after being recorded as an error line — ``BaseException`` included, so a
+cancelled ``ainvoke`` (``asyncio.wait_for``) is a ``CancelledError`` line, not a lost one. The
+wrapper starts no run of its own, so traces and callback handlers see exactly the runs they saw
+before — and a :class:`~spanchor_langchain.SpanchorCallbackHandler` in the same chain never
+sees a duplicate.
 ``batch``/``abatch`` are LangChain's defaults, which call ``invoke``/``ainvoke`` per input
 (``max_concurrency`` honoured), exactly as they do for ``BaseRetriever`` itself.
 
@@ -178,7 +180,7 @@ class RecordingRetriever(BaseRetriever):
         started = time.perf_counter()
         try:
             documents = self.retriever.invoke(input, config, **kwargs)
-        except Exception as error:
+        except BaseException as error:  # cancellation too: the line must not be lost
             self._record(input, config, None, started, error)
             raise
         self._record(input, config, documents, started, None)
@@ -191,7 +193,7 @@ class RecordingRetriever(BaseRetriever):
         started = time.perf_counter()
         try:
             documents = await self.retriever.ainvoke(input, config, **kwargs)
-        except Exception as error:
+        except BaseException as error:  # cancellation too: the line must not be lost
             self._record(input, config, None, started, error)
             raise
         self._record(input, config, documents, started, None)

@@ -23,12 +23,16 @@ the runner starts and raises one :class:`~spanchor_core.InputError` listing ever
 
 Every scored response is also kept as a run-file record: :meth:`~SpanEvidenceEvaluator.
 write_run` writes them (for ``spanchor gate``) and :meth:`~SpanEvidenceEvaluator.evaluation`
-scores them with the core, exactly as the gate would.
+scores them with the core, exactly as the gate would. One record is kept per query id: running
+the same evaluator through a second batch replaces the first batch's records query by query
+(the replacement is logged once — call :meth:`~SpanEvidenceEvaluator.reset` between batches to
+start clean), so a run file never holds one query twice.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -65,6 +69,8 @@ from spanchor_llamaindex.nodes import DocumentIdResolver, default_document_id, n
 __all__ = ["SpanEvidenceEvaluator"]
 
 _GOLD_KEYWORDS = frozenset({"query_id", "query_ids", "reference"})
+
+_log = logging.getLogger(__name__)
 
 
 def _synthetic_id(query: str) -> str:
@@ -116,7 +122,9 @@ class SpanEvidenceEvaluator(BaseEvaluator):
             document_id if document_id is not None else default_document_id(self.context.corpus)
         )
         self._lock = threading.Lock()
-        self._records: list[RetrievalRecord] = []
+        # query id -> its latest record, in completion order (a replaced one moves to the end)
+        self._records: dict[str, RetrievalRecord] = {}
+        self._replaced_warned = False
         self._gold_used: dict[str, GoldQuery] = {}
 
     # -- PromptMixin: this evaluator uses no prompts -----------------------------------------
@@ -236,8 +244,19 @@ class SpanEvidenceEvaluator(BaseEvaluator):
             gold_query = GoldQuery(qid, query, anchors)
         record = RetrievalRecord(gold_query.query_id, query, tuple(results))
         with self._lock:
-            self._records.append(record)
+            replaced = self._records.pop(gold_query.query_id, None) is not None
+            self._records[gold_query.query_id] = record
             self._gold_used[gold_query.query_id] = gold_query
+            warn = replaced and not self._replaced_warned
+            if warn:
+                self._replaced_warned = True
+        if warn:
+            _log.warning(
+                "spanchor: query %r was scored again; the new result replaces the earlier one "
+                "(one record per query id is kept; call reset() between batches to start "
+                "clean). Further replacements are not logged.",
+                gold_query.query_id,
+            )
 
     def evaluate(
         self,
@@ -284,9 +303,9 @@ class SpanEvidenceEvaluator(BaseEvaluator):
 
     @property
     def records(self) -> list[RetrievalRecord]:
-        """The scored retrievals so far, in completion order."""
+        """The scored retrievals so far, the latest per query id, in completion order."""
         with self._lock:
-            return list(self._records)
+            return list(self._records.values())
 
     def gold_set(self) -> GoldSet:
         """The gold queries the scored retrievals were judged against."""
@@ -324,3 +343,4 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         with self._lock:
             self._records.clear()
             self._gold_used.clear()
+            self._replaced_warned = False

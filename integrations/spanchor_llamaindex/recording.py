@@ -23,8 +23,18 @@ line, thread-safe). What it relies on, and why:
   the first, and the recorder does the same for writes.
 * **Install and remove**: LlamaIndex has no removal API, so :meth:`~SpanchorEventHandler.
   install` and :meth:`~SpanchorEventHandler.uninstall` assign new handler lists (never mutate
-  the list a concurrent dispatch is iterating); :func:`record_retrievals` does both around
-  a ``with`` block.
+  the list a concurrent dispatch is iterating), under one module-wide lock so that handlers
+  installed and removed from several threads never lose each other's update;
+  :func:`record_retrievals` does both around a ``with`` block.
+* **Scope**: the handler sits on the process-wide root dispatcher, so it sees every retrieval
+  of every thread. :func:`record_retrievals` therefore marks its block in a ``ContextVar`` and
+  its handler records only retrievals that *start* inside the block: two threads (or two
+  ``asyncio`` tasks) each in its own block get only their own queries. Tasks created inside
+  the block, ``asyncio.to_thread`` and ``contextvars.copy_context().run`` carry the mark;
+  plain worker threads (``ThreadPoolExecutor.submit``/``map``, ``loop.run_in_executor``) do not
+  — submit ``copy_context().run`` as for :func:`tag_query`. A handler installed explicitly
+  (:meth:`~SpanchorEventHandler.install`, or used as its own context manager) is not scoped
+  and records every retrieval in the process.
 * End-event nodes are what the retriever returned, **before** node postprocessors or
   rerankers of a query engine: a recording judges the retriever, not the reranker.
 """
@@ -32,6 +42,7 @@ line, thread-safe). What it relies on, and why:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import logging
 import os
@@ -69,6 +80,15 @@ QUERY_ID_TAG: Final = "spanchor_query_id"
 """The ``instrument_tags`` key whose value is recorded as the retrieval's query id."""
 
 _log = logging.getLogger(__name__)
+
+# Every handler's install/uninstall is a read-modify-write of the same dispatcher lists: one
+# lock for all of them, or two handlers racing would drop one of the updates.
+_INSTALL_LOCK: Final = threading.Lock()
+
+# The scope tokens of the record_retrievals blocks the current context is inside.
+_active_scopes: contextvars.ContextVar[frozenset[object]] = contextvars.ContextVar(
+    "spanchor_llamaindex_scopes", default=frozenset()
+)
 
 
 @contextlib.contextmanager
@@ -199,7 +219,7 @@ class SpanchorEventHandler(BaseEventHandler):
     _pending: dict[str, tuple[str, str | None, float]] = PrivateAttr()
     _watcher: _SpanWatcher = PrivateAttr()
     _dispatcher: Dispatcher | None = PrivateAttr()
-    _install_lock: threading.Lock = PrivateAttr()
+    _scope: object | None = PrivateAttr()
     _failure_lock: threading.Lock = PrivateAttr()
     _failures: int = PrivateAttr()
     _nested: int = PrivateAttr()
@@ -236,7 +256,7 @@ class SpanchorEventHandler(BaseEventHandler):
         self._pending: dict[str, tuple[str, str | None, float]] = {}
         self._watcher = _SpanWatcher(self)
         self._dispatcher: Dispatcher | None = None
-        self._install_lock = threading.Lock()
+        self._scope: object | None = None  # set by record_retrievals: record its block only
         self._failures = 0
         self._nested = 0
         self._failure_lock = threading.Lock()
@@ -305,6 +325,8 @@ class SpanchorEventHandler(BaseEventHandler):
         span_id = event.span_id
         if span_id is None:
             return
+        if self._scope is not None and self._scope not in _active_scopes.get():
+            return  # another record_retrievals block's retrieval (or none's)
         if self._pending and self._watcher.has_recorded_ancestor(span_id, self._pending):
             self._nested += 1
             return
@@ -363,7 +385,7 @@ class SpanchorEventHandler(BaseEventHandler):
         New lists are assigned rather than appended in place, so a dispatch running in
         another thread keeps iterating the list it started with.
         """
-        with self._install_lock:
+        with _INSTALL_LOCK:
             if self._dispatcher is not None:
                 if dispatcher is None or dispatcher is self._dispatcher:
                     return self
@@ -376,7 +398,7 @@ class SpanchorEventHandler(BaseEventHandler):
 
     def uninstall(self) -> None:
         """Detach from the dispatcher (idempotent). Unfinished retrievals are not recorded."""
-        with self._install_lock:
+        with _INSTALL_LOCK:
             target = self._dispatcher
             if target is None:
                 return
@@ -411,10 +433,13 @@ def record_retrievals(
     mode: Literal["w", "a"] = "w",
     dispatcher: Dispatcher | None = None,
 ) -> Iterator[SpanchorEventHandler]:
-    """Record every LlamaIndex retrieval inside the block into the run file at ``path``.
+    """Record the LlamaIndex retrievals that run inside the block into the run file at ``path``.
 
     The handler is installed on entry and removed (and the file closed) on exit, also when
-    the block raises. Arguments are those of :class:`SpanchorEventHandler`.
+    the block raises. Only retrievals started in this block's context are recorded — not
+    those of other threads or tasks running at the same time (see the module docstring:
+    worker threads need ``contextvars.copy_context().run``). Arguments are those of
+    :class:`SpanchorEventHandler`.
     """
     handler = SpanchorEventHandler(
         path,
@@ -426,8 +451,15 @@ def record_retrievals(
         tags=tags,
         mode=mode,
     )
+    scope = object()
+    handler._scope = scope
+    token = _active_scopes.set(_active_scopes.get() | {scope})
     handler.install(dispatcher)
     try:
         yield handler
     finally:
+        try:
+            _active_scopes.reset(token)
+        except ValueError:  # exited in another context than entered: just drop our mark
+            _active_scopes.set(_active_scopes.get() - {scope})
         handler.close()

@@ -4,6 +4,7 @@ by run id, thread- and async-safe, and never breaking the chain."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import uuid
@@ -15,7 +16,10 @@ import pytest
 pytest.importorskip("langchain_core")
 pytest.importorskip("langchain_text_splitters")
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -30,6 +34,7 @@ from spanchor_langchain import (
 from spanchor_langchain.recording import Recording
 from tests.integrations.test_langchain_helpers import (
     FailingRetriever,
+    SlowRetriever,
     garden_gold,
     vector_store,
 )
@@ -303,3 +308,86 @@ def test_record_retrievals_refuses_settings_for_an_existing_handler(tmp_path: Pa
         pass
     assert active_handler() is None
     handler.close()
+
+
+# -- cancelled retrievals: LangChain reports neither end nor error --------------------------------
+
+
+def test_a_cancelled_retrieval_in_a_chain_is_an_error_line_when_the_chain_fails(
+    tmp_path: Path,
+) -> None:
+    handler = SpanchorCallbackHandler(tmp_path / "run.jsonl")
+    chain = rag_chain(SlowRetriever())
+    config: RunnableConfig = {"callbacks": [handler], "metadata": {"spanchor_query_id": "q1"}}
+
+    async def main() -> None:
+        await asyncio.wait_for(chain.ainvoke({"question": "slow"}, config), 0.5)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    # The chain reported the cancellation: its pending retrieval is written at once.
+    assert (handler.pending, handler.records, handler.failures) == (0, 1, 0)
+    assert (handler._parents, handler._enclosing) == ({}, {})
+    handler.close()
+    [record] = read_run(tmp_path / "run.jsonl").records
+    assert record.query_id == "q1"
+    assert record.error == "CancelledError: the retrieval was cancelled (no end event)"
+    assert record.results == ()
+
+
+def test_a_cancelled_top_level_retrieval_is_written_on_close(tmp_path: Path) -> None:
+    handler = SpanchorCallbackHandler(tmp_path / "run.jsonl")
+
+    async def main() -> None:
+        await asyncio.wait_for(SlowRetriever().ainvoke("slow", {"callbacks": [handler]}), 0.5)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    assert handler.pending == 1, "nothing ends a retrieval that is its own top-level run"
+    handler.close()
+    assert handler.pending == 0
+    [record] = read_run(tmp_path / "run.jsonl").records
+    assert record.error == "no end event: the handler was closed before the retrieval ended"
+
+
+class AsyncOuterRetriever(BaseRetriever):
+    """An async retriever that calls ``inner`` through a chain (a retriever nested two deep)."""
+
+    inner: BaseRetriever
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        raise NotImplementedError("async only")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        rewrite: Runnable[str, str] = RunnableLambda(lambda q: q.lower())
+        return await (rewrite | self.inner).ainvoke(query, {"callbacks": run_manager.get_child()})
+
+
+def test_pending_retrievals_of_a_finished_chain_do_not_accumulate(tmp_path: Path) -> None:
+    """Many cancelled chains, one handler: nothing stays pending, one line each."""
+    handler = SpanchorCallbackHandler(tmp_path / "run.jsonl", nested="all")
+    chain = rag_chain(AsyncOuterRetriever(inner=SlowRetriever()))
+
+    async def one(i: int) -> None:
+        config: RunnableConfig = {
+            "callbacks": [handler],
+            "metadata": {"spanchor_query_id": f"q{i}"},
+        }
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(chain.ainvoke({"question": f"slow {i}"}, config), 0.5)
+
+    async def main() -> None:
+        await asyncio.gather(*(one(i) for i in range(20)))
+
+    asyncio.run(main())
+    assert handler.pending == 0
+    assert handler._parents == {}
+    handler.close()
+    records = read_run(tmp_path / "run.jsonl").records
+    assert len(records) == 40, "outer and inner run of each of the 20 chains (nested='all')"
+    assert sorted({str(r.query_id) for r in records}) == sorted(f"q{i}" for i in range(20))
+    assert all(r.error is not None and r.error.startswith("CancelledError") for r in records)

@@ -5,6 +5,8 @@ work and their run file passes ``spanchor gate``."""
 from __future__ import annotations
 
 import asyncio
+import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -126,6 +128,33 @@ def test_wrapper_and_callback_recordings_of_the_same_retrievals_evaluate_identic
 
 
 # -- the README's two lines ---------------------------------------------------------------------
+
+
+def test_the_readme_langchain_block_runs_and_records_every_gold_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    blocks = re.findall(
+        r"^```python\n(.*?)^```", (root / "README.md").read_text(encoding="utf-8"), re.M | re.S
+    )
+    [block] = [b for b in blocks if re.search(r"^from spanchor_langchain import ", b, re.M)]
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *args, **kwargs: str(tmp_path))
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    exec(compile(block, "README.md (spanchor_langchain block)", "exec"), namespace)
+    path = tmp_path / "candidate.jsonl"
+    assert namespace["path"] == path
+    run = read_run(path)
+    assert len(run.records) == 57, "one line per question of examples/quickstart/gold.jsonl"
+    gold = namespace["gold"]
+    assert sorted(r.query for r in run.records) == sorted(
+        q.question
+        for q in gold.values()  # type: ignore[attr-defined]
+    )
+    [printed] = capsys.readouterr().out.splitlines()
+    expected = evaluate(namespace["corpus"], gold, run).mean("recall@5")  # type: ignore[arg-type]
+    assert float(printed) == expected
+    assert 0.0 < expected < 1.0
 
 
 def _readme_two_lines(chain: object, questions: list[str]) -> None:

@@ -5,6 +5,7 @@ corpus, and a local embedding whose rankings mean something.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import zlib
@@ -17,6 +18,7 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("langchain_text_splitters")
 
 from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
     BaseCallbackHandler,
     CallbackManagerForRetrieverRun,
 )
@@ -186,6 +188,23 @@ class FailingRetriever(BaseRetriever):
         if self.trigger in query:
             raise self.error
         return [Document(page_content=f"about {query}", metadata={"score": 1.0})]
+
+
+class SlowRetriever(BaseRetriever):
+    """Sleeps ``delay`` seconds before answering: something for ``asyncio.wait_for`` to cancel."""
+
+    delay: float = 30.0
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        raise NotImplementedError("async only")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        await asyncio.sleep(self.delay)
+        return [Document(page_content=f"late {query}")]
 
 
 class CollectingHandler(BaseCallbackHandler):

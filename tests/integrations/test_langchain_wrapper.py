@@ -32,6 +32,7 @@ from spanchor_langchain import (
 from tests.integrations.test_langchain_helpers import (
     CollectingHandler,
     FailingRetriever,
+    SlowRetriever,
     garden_corpus,
     garden_gold,
     vector_store,
@@ -171,6 +172,23 @@ def test_exceptions_propagate_unchanged_and_are_recorded(tmp_path: Path) -> None
     assert len(errors) == 4
     assert {r.error for r in errors} == {"KeyError: 'index offline'"}
     assert all(r.results == () for r in errors)
+
+
+def test_a_cancelled_ainvoke_is_an_error_line_and_the_cancellation_propagates(
+    tmp_path: Path,
+) -> None:
+    async def main(wrapped: RecordingRetriever) -> None:
+        await asyncio.wait_for(
+            wrapped.ainvoke("slow", {"metadata": {"spanchor_query_id": "q9"}}), 0.05
+        )
+
+    with RecordingRetriever(SlowRetriever(), tmp_path / "run.jsonl") as wrapped:
+        with pytest.raises(TimeoutError):  # wait_for's own error: the cancellation went through
+            asyncio.run(main(wrapped))
+        assert wrapped.records == 1
+    [record] = read_run(tmp_path / "run.jsonl").records
+    assert (record.query_id, record.query, record.error) == ("q9", "slow", "CancelledError")
+    assert record.results == ()
 
 
 def test_a_failing_recorder_never_reaches_the_caller(

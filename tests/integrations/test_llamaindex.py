@@ -8,9 +8,11 @@ llama-index-core.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import math
 import re
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -402,59 +404,47 @@ def test_one_retrieval_is_mapped_once_for_many_metrics() -> None:
 
 # -- README ----------------------------------------------------------------------------------
 
-README_SNIPPET = """
-import asyncio
-import tempfile
-from pathlib import Path
 
-from llama_index.core import SimpleDirectoryReader
-from llama_index.core.evaluation import RetrieverEvaluator
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.retrievers.bm25 import BM25Retriever
-
-from spanchor_core import evaluate, load_corpus, read_gold, read_run
-from spanchor_llamaindex import record_retrievals, register_span_metrics, tag_query
-
-corpus = load_corpus("examples/quickstart/docs")
-gold = read_gold("examples/quickstart/gold.jsonl")
-documents = SimpleDirectoryReader("examples/quickstart/docs").load_data()
-nodes = SentenceSplitter(chunk_size=128, chunk_overlap=0).get_nodes_from_documents(documents)
-retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=5)
-
-# Span metrics by name in LlamaIndex's own harness (gold found by the question text).
-register_span_metrics(corpus, gold, k=[1, 5])
-evaluator = RetrieverEvaluator.from_metric_names(
-    ["span_recall@5", "span_hit@5"], retriever=retriever
-)
-result = asyncio.run(evaluator.aevaluate(query=gold["q01"].question, expected_ids=[]))
-print(result.metric_vals_dict)  # {'span_recall@5': ..., 'span_hit@5': 1.0}
-
-# Record every retrieval into a run file that `spanchor evaluate` / `spanchor gate` read.
-path = Path(tempfile.mkdtemp()) / "llamaindex.jsonl"
-with record_retrievals(path, retriever="bm25 sentence-128", corpus=corpus, gold=gold):
-    for query in gold.values():
-        with tag_query(query.query_id):
-            retriever.retrieve(query.question)
-print(evaluate(corpus, gold, read_run(path)).mean("recall@5"))
-"""
+def readme_block(module: str) -> str:
+    """The README's Python block that imports ``module`` (the one users copy, not a copy)."""
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.M | re.S)
+    found = [b for b in blocks if re.search(rf"^from {re.escape(module)} import ", b, re.M)]
+    assert len(found) == 1, f"README.md has {len(found)} python blocks importing {module}"
+    return str(found[0])
 
 
-def test_readme_snippet_runs(monkeypatch: pytest.MonkeyPatch, clean_registry: None) -> None:
+def test_readme_snippet_runs(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    clean_registry: None,
+) -> None:
+    pytest.importorskip("llama_index.retrievers.bm25")
+    snippet = readme_block("spanchor_llamaindex")
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *args, **kwargs: str(tmp_path))
     namespace: dict[str, object] = {"__name__": "__readme__"}
-    exec(compile(README_SNIPPET, "README snippet", "exec"), namespace)
+    exec(compile(snippet, "README.md (spanchor_llamaindex block)", "exec"), namespace)
     from spanchor_core import Evaluation, read_run
 
-    assert namespace["result"].metric_vals_dict["span_hit@5"] == 1.0  # type: ignore[attr-defined]
-    run = read_run(namespace["path"])  # type: ignore[arg-type]
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2, printed
+    # q01's evidence is in BM25's top 5: both span metrics are 1.
+    assert ast.literal_eval(printed[0]) == {"span_recall@5": 1.0, "span_hit@5": 1.0}
+    path = tmp_path / "llamaindex.jsonl"
+    assert namespace["path"] == path
+    run = read_run(path)
     gold = namespace["gold"]
     assert [r.query_id for r in run.records] == list(gold)  # type: ignore[call-overload]
     evaluation = namespace["evaluate"](namespace["corpus"], gold, run)  # type: ignore[operator]
     assert isinstance(evaluation, Evaluation)
     assert evaluation.mapping.unmapped_rate == 0.0
+    # The second line is the mean recall of the run file the block wrote.
+    assert float(printed[1]) == evaluation.mean("recall@5")
+    assert 0.5 < float(printed[1]) <= 1.0
     # SimpleDirectoryReader's file paths were mapped to corpus ids by the default rule.
     assert {r.document_id for rec in run.records for r in rec.results} <= set(
         namespace["corpus"]  # type: ignore[call-overload]
     )
-    assert re.search(r"`spanchor evaluate`", README_SNIPPET)

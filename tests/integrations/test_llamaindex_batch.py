@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,29 @@ def test_sync_entry_points_do_not_use_llamaindex_asyncio_run() -> None:
 def test_constructor_rejects_a_metric_not_computed() -> None:
     with pytest.raises(InputError, match="not computed"):
         SpanEvidenceEvaluator(SCENARIO.corpus, k=(1, 3), metric="recall@5")
+
+
+def test_a_second_batch_replaces_records_instead_of_duplicating_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    evaluator = _evaluator()
+    first = asyncio.run(
+        BatchEvalRunner({"span": evaluator}).aevaluate_queries(
+            _engine(), queries=QUESTIONS, **_gold_kwargs(query_id=IDS)
+        )
+    )
+    assert [r.score for r in first["span"]] == [1.0, 1.0, 1.0, 1.0]
+    with caplog.at_level(logging.WARNING, logger="spanchor_llamaindex.batch"):
+        asyncio.run(
+            BatchEvalRunner({"span": evaluator}).aevaluate_queries(
+                _engine(k=1), queries=QUESTIONS, **_gold_kwargs(query_id=IDS)
+            )
+        )
+    assert sum("scored again" in m for m in caplog.messages) == 1, "logged once, not 4 times"
+    assert sorted(str(r.query_id) for r in evaluator.records) == sorted(IDS)
+    assert all(len(r.results) == 1 for r in evaluator.records), "the second batch's (k=1)"
+    path = tmp_path / "run.jsonl"
+    evaluator.write_run(path)
+    assert sorted(str(r.query_id) for r in read_run(path).records) == sorted(IDS)
+    evaluator.reset()
+    assert evaluator.records == []

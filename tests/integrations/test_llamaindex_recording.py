@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,10 @@ pytest.importorskip("llama_index.core")
 
 import contextlib
 
-from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation import (  # type: ignore[attr-defined]
+    Dispatcher,
+    get_dispatcher,
+)
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
@@ -67,6 +73,10 @@ def test_threads_and_gather_lose_nothing(tmp_path: Path) -> None:
         with tag_query(f"t{i}"):  # ContextVars do not cross into pool threads: tag inside
             retriever.retrieve(query_of(i))
 
+    def submitted(pool: ThreadPoolExecutor, i: int) -> Future[None]:
+        # The block's scope is a ContextVar too: a pool thread runs in a copy of our context.
+        return pool.submit(contextvars.copy_context().run, in_thread, i)
+
     async def in_task(i: int) -> None:
         with tag_query(f"a{i}"):
             await retriever.aretrieve(query_of(i))
@@ -77,7 +87,8 @@ def test_threads_and_gather_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     with record_retrievals(path) as handler:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(in_thread, range(100)))
+            for future in [submitted(pool, i) for i in range(100)]:
+                future.result()
         asyncio.run(gather())
     records = read_run(path).records
     assert handler.records == len(records) == 200
@@ -192,3 +203,117 @@ def test_recorded_run_passes_spanchor_gate(tmp_path: Path) -> None:
                 ScenarioRetriever(SCENARIO, k=1).retrieve("dull knife black basil")
     argv[-4] = str(worse)
     assert cli_main(argv) == 1
+
+
+# -- scope: a record_retrievals block records its own retrievals only -----------------------------
+
+
+def test_blocks_in_two_threads_record_only_their_own_query(tmp_path: Path) -> None:
+    retriever = ScenarioRetriever(SCENARIO)
+    questions = {"t0": SCENARIO.gold["q1"].question, "t1": SCENARIO.gold["q2"].question}
+    both_inside = threading.Barrier(2, timeout=10)
+    both_done = threading.Barrier(2, timeout=10)
+    errors: list[BaseException] = []
+
+    def worker(name: str) -> None:
+        try:
+            with record_retrievals(tmp_path / f"{name}.jsonl"):
+                both_inside.wait()  # both handlers are installed on the root dispatcher now
+                retriever.retrieve(questions[name])
+                both_done.wait()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(name,)) for name in questions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for name, question in questions.items():
+        assert [r.query for r in read_run(tmp_path / f"{name}.jsonl").records] == [question]
+
+
+def test_blocks_in_concurrent_tasks_record_only_their_own_queries(tmp_path: Path) -> None:
+    retriever = ScenarioRetriever(SCENARIO)
+    questions = [q.question for q in SCENARIO.gold.values()]
+
+    async def task(i: int, barrier: asyncio.Barrier) -> None:
+        with record_retrievals(tmp_path / f"{i}.jsonl"):
+            await barrier.wait()
+            await retriever.aretrieve(questions[i])
+            await barrier.wait()
+
+    async def main() -> None:
+        barrier = asyncio.Barrier(len(questions))
+        await asyncio.gather(*(task(i, barrier) for i in range(len(questions))))
+
+    asyncio.run(main())
+    for i, question in enumerate(questions):
+        assert [r.query for r in read_run(tmp_path / f"{i}.jsonl").records] == [question]
+
+
+def test_nested_blocks_both_record_and_an_installed_handler_records_everything(
+    tmp_path: Path,
+) -> None:
+    retriever = ScenarioRetriever(SCENARIO)
+    everything = SpanchorEventHandler(tmp_path / "all.jsonl").install()
+    try:
+        with record_retrievals(tmp_path / "outer.jsonl"):
+            retriever.retrieve("first")
+            with record_retrievals(tmp_path / "inner.jsonl"):
+                retriever.retrieve("second")
+            # A thread that did not copy the context is outside both blocks.
+            thread = threading.Thread(target=retriever.retrieve, args=("elsewhere",))
+            thread.start()
+            thread.join()
+    finally:
+        everything.close()
+
+    def queries(name: str) -> list[str]:
+        return [r.query for r in read_run(tmp_path / f"{name}.jsonl").records]
+
+    assert queries("outer") == ["first", "second"]
+    assert queries("inner") == ["second"]
+    assert queries("all") == ["first", "second", "elsewhere"]
+
+
+# -- install/uninstall from many threads ----------------------------------------------------------
+
+
+def test_concurrent_install_and_uninstall_leave_the_dispatcher_lists_as_they_were(
+    tmp_path: Path,
+) -> None:
+    existing = SpanchorEventHandler(tmp_path / "existing.jsonl")
+    dispatcher = Dispatcher(name="spanchor-test", propagate=False)
+    existing.install(dispatcher)
+    before = (list(dispatcher.event_handlers), list(dispatcher.span_handlers))
+    handlers = [SpanchorEventHandler(tmp_path / f"h{i}.jsonl") for i in range(32)]
+    start = threading.Barrier(len(handlers), timeout=10)
+    lost: list[int] = []
+
+    def churn(handler: SpanchorEventHandler) -> None:
+        start.wait()
+        for _ in range(500):
+            handler.install(dispatcher)
+            if not any(h is handler for h in dispatcher.event_handlers):
+                lost.append(1)  # another thread's write replaced the list we had extended
+            handler.uninstall()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show at once
+    try:
+        threads = [threading.Thread(target=churn, args=(h,)) for h in handlers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        for handler in handlers:
+            handler.close()
+    after = (list(dispatcher.event_handlers), list(dispatcher.span_handlers))
+    existing.close()
+    assert lost == []
+    assert [id(h) for h in after[0]] == [id(h) for h in before[0]]
+    assert [id(h) for h in after[1]] == [id(h) for h in before[1]]
