@@ -8,15 +8,19 @@ For each configuration (corpus size in MB x number of queries) three things happ
    :class:`spanchor_core.runs.RunRecorder`, with the chunk mix of ``bench_mapping.py``
    (altered whitespace, absent, metadata headers, stripped markup, right and wrong offsets);
 2. a fresh *measuring* interpreter runs the user path and times each phase: ``load_corpus``
-   (disk read + canonicalisation), ``read_gold``, ``read_run``, the :class:`Locator` index
-   build, the mapping inside :func:`evaluate` (time spent in ``Locator.locate_many``), the rest
-   of :func:`evaluate` (gold validation, query-id resolution, coverage and metrics: the
-   "metrics" phase) and ``write_evaluation``; it reports its peak RSS (``VmHWM``);
+   (disk read + canonicalisation), ``read_gold``, the :class:`Locator` index build, then
+   either (``--streaming``, the default: what ``spanchor evaluate`` and ``spanchor gate`` do)
+   :func:`evaluate_file`, which reads the run record by record while it maps, split into the
+   mapping (time spent in ``Locator.locate_many``) and the rest (reading the run, gold
+   validation, query-id resolution, coverage and metrics), or (``--no-streaming``, the
+   library path for a run already in memory) ``read_run`` and :func:`evaluate` split the same
+   way; then ``write_evaluation``. It reports its peak RSS (``VmHWM``);
 3. the parent prints the measuring process's own wall time, interpreter start and imports
    included.
 
     python bench/bench_evaluate.py --sizes 1,10,50 --queries 100,1000,10000
     python bench/bench_evaluate.py --sizes 50 --queries 10000 --profile
+    python bench/bench_evaluate.py --sizes 50 --queries 10000 --no-streaming
 
 Not part of the test suite.
 """
@@ -44,10 +48,10 @@ from types import ModuleType
 import numpy as np
 
 from spanchor_core.corpus import Corpus, load_corpus, sha256_text
-from spanchor_core.evaluate import evaluate, write_evaluation
+from spanchor_core.evaluate import evaluate, evaluate_file, write_evaluation
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet, read_gold, write_gold
 from spanchor_core.locate import LocateRequest, Location, Locator
-from spanchor_core.runs import RetrievedResult, RunRecorder, read_run
+from spanchor_core.runs import RetrievedResult, RunRecorder, iter_run, read_run
 
 __all__ = ["TimedLocator", "generate", "measure"]
 
@@ -234,9 +238,17 @@ class Measurement:
 
 
 def measure(
-    case: Path, corpus_dir: Path, *, profile: cProfile.Profile | None = None
+    case: Path,
+    corpus_dir: Path,
+    *,
+    profile: cProfile.Profile | None = None,
+    streaming: bool = True,
 ) -> Measurement:
-    """Run load -> read gold -> read run -> index -> evaluate -> write, timing each phase."""
+    """Run load -> read gold -> index -> evaluate -> write, timing each phase.
+
+    ``streaming``: :func:`evaluate_file` reads the run while evaluating; otherwise
+    ``read_run`` (its own phase) and :func:`evaluate`.
+    """
     baseline = _rss_kib()[0]
     phases: dict[str, float] = {}
     peaks: dict[str, int] = {}
@@ -246,20 +258,29 @@ def measure(
         corpus = load_corpus(corpus_dir)
     with _timed("read_gold", phases, peaks):
         gold = read_gold(case / "gold.jsonl")
-    with _timed("read_run", phases, peaks):
-        run = read_run(case / "run.jsonl")
+    if not streaming:
+        with _timed("read_run", phases, peaks):
+            run = read_run(case / "run.jsonl")
     with _timed("index build (exact + normalised)", phases, peaks):
         locator = TimedLocator(corpus)
         locator.build_index(normalised=True)
-    with _timed("evaluate", phases, peaks):
-        evaluation = evaluate(corpus, gold, run, locator=locator)
-    evaluate_seconds = phases.pop("evaluate")
-    if "evaluate" in peaks:
-        peaks["evaluate: map (locate_many)"] = peaks["evaluate: metrics + bookkeeping"] = peaks.pop(
-            "evaluate"
-        )
-    phases["evaluate: map (locate_many)"] = locator.seconds
-    phases["evaluate: metrics + bookkeeping"] = evaluate_seconds - locator.seconds
+    if streaming:
+        name, rest = "evaluate_file", "read run + metrics + bookkeeping"
+        with _timed(name, phases, peaks):
+            stream = iter_run(case / "run.jsonl")
+            evaluation = evaluate_file(corpus, gold, stream, locator=locator)
+        n_records = stream.records_read
+    else:
+        name, rest = "evaluate", "metrics + bookkeeping"
+        with _timed(name, phases, peaks):
+            evaluation = evaluate(corpus, gold, run, locator=locator)
+        n_records = len(run.records)
+        del run
+    evaluate_seconds = phases.pop(name)
+    if name in peaks:
+        peaks[f"{name}: map (locate_many)"] = peaks[f"{name}: {rest}"] = peaks.pop(name)
+    phases[f"{name}: map (locate_many)"] = locator.seconds
+    phases[f"{name}: {rest}"] = evaluate_seconds - locator.seconds
     with _timed("write_evaluation", phases, peaks):
         write_evaluation(evaluation, case / "evaluation.json")
     if profile is not None:
@@ -271,7 +292,7 @@ def measure(
         gold_bytes=(case / "gold.jsonl").stat().st_size,
         evaluation_bytes=(case / "evaluation.json").stat().st_size,
         n_documents=len(corpus),
-        n_queries=len(run.records),
+        n_queries=n_records,
         n_results=evaluation.mapping.total,
         baseline_kib=baseline,
         peak_kib=max([_rss_kib()[1], *peaks.values()]),
@@ -291,15 +312,15 @@ def _print_measurement(title: str, m: Measurement) -> None:
         f"= {input_bytes / mib:.1f} MiB; gold {m.gold_bytes / mib:.2f} MiB, "
         f"evaluation written {m.evaluation_bytes / mib:.1f} MiB"
     )
-    print(f"  {'phase':<36} {'wall':>10}   peak RSS during the phase")
+    print(f"  {'phase':<48} {'wall':>10}   peak RSS during the phase")
     for name, seconds in m.phases.items():
         peak_kib = m.phase_peaks_kib.get(name)
         peak_text = "" if peak_kib is None else f"{peak_kib / 1024:8.1f} MiB"
-        if name.startswith("evaluate: ") and peak_kib is not None:
-            peak_text += " (whole evaluate)"
-        print(f"  {name:<36} {seconds:8.3f} s {peak_text}")
+        if name.startswith("evaluate") and ": " in name and peak_kib is not None:
+            peak_text += f" (whole {name.split(':')[0]})"
+        print(f"  {name:<48} {seconds:8.3f} s {peak_text}")
     total = sum(m.phases.values())
-    print(f"  {'total (phases above)':<36} {total:8.3f} s")
+    print(f"  {'total (phases above)':<48} {total:8.3f} s")
     peak = m.peak_kib * 1024
     print(
         f"  peak RSS {peak / mib:8.1f} MiB = {peak / input_bytes:.2f}x input "
@@ -313,12 +334,16 @@ def _print_measurement(title: str, m: Measurement) -> None:
     print(f"  mean recall@5 {m.recall_at_5:.3f}")
 
 
-def _measure_one(workdir: Path, size: float, n_queries: int, seed: int, top: int) -> None:
+def _measure_one(
+    workdir: Path, size: float, n_queries: int, seed: int, top: int, streaming: bool
+) -> None:
     case = _case_dir(workdir, size, n_queries, seed)
     corpus_dir = _corpus_dir(workdir, size, seed)
     profile = cProfile.Profile() if top else None
-    m = measure(case, corpus_dir, profile=profile)
-    _print_measurement(f"{size:g} MB x {n_queries:,} queries x {CHUNKS_PER_QUERY} results", m)
+    m = measure(case, corpus_dir, profile=profile, streaming=streaming)
+    path = "evaluate_file (streaming)" if streaming else "read_run + evaluate"
+    title = f"{size:g} MB x {n_queries:,} queries x {CHUNKS_PER_QUERY} results, {path}"
+    _print_measurement(title, m)
     if profile is not None:
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out)
@@ -356,6 +381,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="run the measurement under cProfile and print the top N functions (default 30)",
     )
+    parser.add_argument(
+        "--streaming",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="evaluate with evaluate_file, reading the run while mapping (the default, what "
+        "the CLI does), or read the whole run first and call evaluate (--no-streaming)",
+    )
     parser.add_argument("--generate", help=argparse.SUPPRESS)  # SIZE,QUERIES
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # SIZE,QUERIES
     args = parser.parse_args(argv)
@@ -368,7 +400,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if option == "generate":
                 generate(args.workdir, float(size), int(n_queries), args.seed)
             else:
-                _measure_one(args.workdir, float(size), int(n_queries), args.seed, args.profile)
+                _measure_one(
+                    args.workdir,
+                    float(size),
+                    int(n_queries),
+                    args.seed,
+                    args.profile,
+                    args.streaming,
+                )
             return 0
     print(
         f"spanchor evaluation benchmark; Python {platform.python_version()}, "
@@ -386,6 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config = f"{size:g},{n_queries}"
                 generated = _run(["--generate", config, *common])
                 extra = ["--profile", str(args.profile)] if args.profile else []
+                extra.append("--streaming" if args.streaming else "--no-streaming")
                 wall = _run(["--measure", config, *common, *extra])
                 print(
                     f"  measuring process wall {wall:8.3f} s (interpreter start, imports, "

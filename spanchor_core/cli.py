@@ -46,9 +46,9 @@ from spanchor_core.evaluate import (
     ProgressCallback,
     check_gold,
     check_run_provenance,
+    evaluate_file,
     write_evaluation,
 )
-from spanchor_core.evaluate import evaluate as evaluate_run
 from spanchor_core.gate import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -69,7 +69,7 @@ from spanchor_core.reports import (
     evaluation_markdown,
     write_report,
 )
-from spanchor_core.runs import read_run
+from spanchor_core.runs import iter_run
 from spanchor_core.squad import import_legacy_gold, import_squad, write_squad_documents
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNMAPPED", "app", "main"]
@@ -344,11 +344,11 @@ def evaluate(
                 raise InputError(message, path=gold, hint="evaluate against the expected gold set")
             _err_console().print(f"warning: {message}", markup=False)
     check_gold(gold_set, corpus)
-    run_data = read_run(run)
+    run_data = iter_run(run)  # the header now, the records while evaluating
     if not allow_mismatch:
         check_run_provenance(run_data, corpus, gold_set)
     with _progress(quiet) as progress:
-        evaluation = evaluate_run(
+        evaluation = evaluate_file(
             corpus,
             gold_set,
             run_data,
@@ -356,9 +356,9 @@ def evaluate(
             min_overlap=min_overlap,
             progress=progress(run.name),
         )
-    if run_data.records and len(evaluation.missing_in_run) == len(evaluation):
+    if run_data.records_read and len(evaluation.missing_in_run) == len(evaluation):
         raise InputError(
-            f"none of the run's {len(run_data.records)} records matches a query of {gold}",
+            f"none of the run's {run_data.records_read} records matches a query of {gold}",
             path=run,
             hint="check that the run was recorded for this gold set",
         )

@@ -27,13 +27,14 @@ from spanchor_core.evaluate import (
     ProgressCallback,
     check_gold,
     check_run_provenance,
-    evaluate,
+    evaluate_file,
     read_evaluation,
 )
 from spanchor_core.gold import GoldSet, read_gold
+from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
-from spanchor_core.runs import read_run
+from spanchor_core.runs import iter_run, read_run
 
 __all__ = [
     "BAD_INPUT_FINDINGS",
@@ -61,24 +62,44 @@ BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_polic
 def file_kind(path: str | os.PathLike[str]) -> Literal["evaluation", "run"]:
     """Whether ``path`` holds an evaluation (ours or 0.x) or a run/results file.
 
-    Decided by content, never by extension: a single JSON object that says it is an
-    evaluation (``kind``) or has 0.x's ``per_query_metrics`` is an evaluation; anything else
-    (JSONL runs, 0.x results shapes) is read as a run.
+    Decided by content, never by extension, and from the first line whenever it is a JSON
+    value of its own (every JSONL file: our runs, 0.x results lines), so that a large run is
+    not read twice. Only a multi-line JSON document (an evaluation, a 0.x results object or
+    list) is parsed whole: an object that says it is an evaluation (``kind``) or has 0.x's
+    ``per_query_metrics`` is one; anything else is read as a run.
     """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as handle:
+            first = b""
+            for raw in handle:
+                if raw.strip():
+                    first = raw
+                    break
     except FileNotFoundError:
         raise InputError("file does not exist", path=file) from None
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", path=file) from None
+    if b'"spanchor.evaluation"' in first[:4096]:
+        return "evaluation"  # even when broken: then the evaluation reader says what is wrong
+    try:
+        head = json.loads(first.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        head = None  # not a JSON value on its own: look at the whole document below
+    if isinstance(head, dict):
+        return "evaluation" if "per_query_metrics" in head else "run"
+    if head is not None:
+        return "run"
+    try:
+        text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read file: {err}", path=file) from None
-    head = text[:4096]
-    if '"spanchor.evaluation"' in head or '"per_query_metrics"' in head:
+    if '"spanchor.evaluation"' in text[:4096]:
         return "evaluation"  # even when broken: then the evaluation reader says what is wrong
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):  # JSONL, or broken: the run reader will say
-        return "run"
+    except (ValueError, RecursionError):
+        return "evaluation" if '"per_query_metrics"' in text else "run"
     if isinstance(data, dict) and (
         data.get("kind") == "spanchor.evaluation" or "per_query_metrics" in data
     ):
@@ -95,8 +116,12 @@ def load_side(
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     allow_mismatch: bool = False,
     progress: ProgressCallback | None = None,
+    locator: Locator | None = None,
 ) -> Evaluation:
-    """One side of a comparison: an evaluation file as it is, or a run evaluated now."""
+    """One side of a comparison: an evaluation file as it is, or a run evaluated now.
+
+    Pass ``locator`` (built on ``corpus``) to share one corpus index between both sides.
+    """
     if file_kind(path) == "evaluation":
         return read_evaluation(path)
     if corpus is None or gold is None:
@@ -107,10 +132,12 @@ def load_side(
             hint="pass --docs DIR and --gold FILE, or compare evaluation files",
         )
     check_gold(gold, corpus)
-    run = read_run(path)
+    run = iter_run(path)  # the header now, the records while evaluating: never the whole run
     if not allow_mismatch:
         check_run_provenance(run, corpus, gold)
-    return evaluate(corpus, gold, run, k=k, min_overlap=min_overlap, progress=progress)
+    return evaluate_file(
+        corpus, gold, run, k=k, min_overlap=min_overlap, progress=progress, locator=locator
+    )
 
 
 class GateConfig(BaseModel):
@@ -227,6 +254,7 @@ def run_gate(
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
+    locator = Locator(corpus) if corpus is not None else None  # indexed lazily, once
     sides = [
         load_side(
             path,
@@ -236,6 +264,7 @@ def run_gate(
             min_overlap=config.min_overlap,
             allow_mismatch=config.allow_mismatch,
             progress=None if progress is None else progress(side),
+            locator=locator,
         )
         for side, path in (("baseline", config.baseline), ("candidate", config.candidate))
     ]

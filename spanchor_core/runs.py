@@ -55,7 +55,7 @@ import operator
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal, Protocol
@@ -79,6 +79,8 @@ __all__ = [
     "Run",
     "RunHeader",
     "RunRecorder",
+    "RunStream",
+    "iter_run",
     "read_run",
     "resolve_query_ids",
     "result_from_mapping",
@@ -598,27 +600,35 @@ def _keep_constant(name: str) -> float:
     return float(name)  # "NaN", "Infinity", "-Infinity": float() understands all three
 
 
+def _unreadable(exc: OSError, path: Path) -> RunError:
+    """The RunError for a run file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return RunError("run file not found", path=path)
+    if isinstance(exc, IsADirectoryError):
+        return RunError("is a directory, not a run file", path=path)
+    if isinstance(exc, PermissionError):
+        return RunError("permission denied", path=path)
+    return RunError(f"cannot read run file: {exc.strerror or exc}", path=path)
+
+
+def _not_utf8(path: Path, offset: int, line: int) -> RunError:
+    return RunError(
+        f"not UTF-8 (invalid byte at offset {offset})",
+        path=path,
+        line=line,
+        hint="run files are UTF-8 JSONL",
+    )
+
+
 def _read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RunError("run file not found", path=path) from None
-    except IsADirectoryError:
-        raise RunError("is a directory, not a run file", path=path) from None
-    except PermissionError:
-        raise RunError("permission denied", path=path) from None
     except OSError as exc:
-        raise RunError(f"cannot read run file: {exc.strerror or exc}", path=path) from None
+        raise _unreadable(exc, path) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise RunError(
-            f"not UTF-8 (invalid byte at offset {exc.start})",
-            path=path,
-            line=line,
-            hint="run files are UTF-8 JSONL",
-        ) from None
+        raise _not_utf8(path, exc.start, raw.count(b"\n", 0, exc.start) + 1) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -755,58 +765,76 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
     )
 
 
-def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
+def _header_ours(text: str, path: Path, number: int) -> RunHeader:
+    """The header line of our format (``number`` is its 1-based line)."""
     try:
-        header_obj = json.loads(lines[header_index], parse_constant=_reject_constant)
+        header_obj = json.loads(text, parse_constant=_reject_constant)
     except _NonFiniteConstantError as exc:
-        raise RunError(str(exc), path=path, line=header_index + 1) from None
+        raise RunError(str(exc), path=path, line=number) from None
     except (ValueError, RecursionError) as exc:
         raise RunError(
-            f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=header_index + 1
+            f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
         ) from None
-    header = _header_from_line(header_obj, path, header_index + 1)
+    return _header_from_line(header_obj, path, number)
+
+
+def _record_ours(
+    text: str, path: Path, number: int, last: bool, warnings: list[str]
+) -> RetrievalRecord | None:
+    """The record on one stripped, non-blank line of our format.
+
+    ``last`` says the line is the file's final one with no newline after it: if it is not
+    valid JSON it is a torn write, skipped with a warning (``None``); anywhere else invalid
+    JSON is a RunError. Shared by :func:`read_run` and :class:`RunStream`.
+    """
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except _NonFiniteConstantError as exc:
+        raise RunError(str(exc), path=path, line=number) from None
+    except json.JSONDecodeError as exc:
+        if last:
+            warnings.append(
+                f"{path}:{number}: incomplete last line skipped ({len(text)} characters; "
+                "the writer was interrupted mid-line)"
+            )
+            return None
+        raise RunError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunError(
+            f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
+        ) from None
+    if isinstance(obj, dict) and "kind" in obj:
+        raise RunError(
+            "a second header line; one run per file (were two run files concatenated?)",
+            path=path,
+            line=number,
+        )
+    record = _record_fast(obj, number)
+    if record is None:
+        try:
+            model = RetrievalRecordModel.model_validate(obj)
+        except ValidationError as exc:
+            raise RunError(
+                f"bad record: {describe_validation_error(exc)}", path=path, line=number
+            ) from None
+        record = _record_from_model(model, number)
+    return record
+
+
+def _read_ours(path: Path, lines: list[str], header_index: int) -> Run:
+    header = _header_ours(lines[header_index], path, header_index + 1)
     records: list[RetrievalRecord] = []
     warnings: list[str] = []
     for index in range(header_index + 1, len(lines)):
         text = lines[index].strip()
         if not text:
             continue
-        number = index + 1
-        try:
-            obj = json.loads(text, parse_constant=_reject_constant)
-        except _NonFiniteConstantError as exc:
-            raise RunError(str(exc), path=path, line=number) from None
-        except json.JSONDecodeError as exc:
-            if _is_torn_tail(lines, index):
-                warnings.append(
-                    f"{path}:{number}: incomplete last line skipped ({len(text)} characters; "
-                    "the writer was interrupted mid-line)"
-                )
-                continue
-            raise RunError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise RunError(
-                f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
-            ) from None
-        if isinstance(obj, dict) and "kind" in obj:
-            raise RunError(
-                "a second header line; one run per file (were two run files concatenated?)",
-                path=path,
-                line=number,
-            )
-        lines[index] = ""  # parsed: let the text go, the file is held only once
-        record = _record_fast(obj, number)
-        if record is None:
-            try:
-                model = RetrievalRecordModel.model_validate(obj)
-            except ValidationError as exc:
-                raise RunError(
-                    f"bad record: {describe_validation_error(exc)}", path=path, line=number
-                ) from None
-            record = _record_from_model(model, number)
-        records.append(record)
+        lines[index] = ""  # let the text go once parsed: the file is held only once
+        record = _record_ours(text, path, index + 1, _is_torn_tail(lines, index), warnings)
+        if record is not None:
+            records.append(record)
     return Run(header=header, records=records, path=path, warnings=warnings)
 
 
@@ -885,6 +913,26 @@ def _header_0x(path: Path, shape: str) -> RunHeader:
     )
 
 
+def _record_0x_line(
+    text: str, path: Path, number: int, last: bool, warnings: list[str]
+) -> RetrievalRecord | None:
+    """The record on one stripped, non-blank line of 0.x JSONL (``last``: see _record_ours)."""
+    try:
+        obj = json.loads(text, parse_constant=_keep_constant)
+    except json.JSONDecodeError as exc:
+        if last:
+            warnings.append(f"{path}:{number}: incomplete last line skipped")
+            return None
+        raise RunError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunError(
+            f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
+        ) from None
+    return _record_0x(obj, path, number, "record")
+
+
 def _read_0x_jsonl(path: Path, lines: list[str]) -> Run:
     records: list[RetrievalRecord] = []
     warnings: list[str] = []
@@ -892,21 +940,9 @@ def _read_0x_jsonl(path: Path, lines: list[str]) -> Run:
         text = raw.strip()
         if not text:
             continue
-        number = index + 1
-        try:
-            obj = json.loads(text, parse_constant=_keep_constant)
-        except json.JSONDecodeError as exc:
-            if _is_torn_tail(lines, index):
-                warnings.append(f"{path}:{number}: incomplete last line skipped")
-                continue
-            raise RunError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise RunError(
-                f"invalid JSON: {exc or 'nested too deeply'}", path=path, line=number
-            ) from None
-        records.append(_record_0x(obj, path, number, "record"))
+        record = _record_0x_line(text, path, index + 1, _is_torn_tail(lines, index), warnings)
+        if record is not None:
+            records.append(record)
     return Run(
         header=_header_0x(path, "JSONL"),
         records=records,
@@ -1010,6 +1046,158 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     return _read_0x_document(file, text)
 
 
+_LineParser = Callable[[str, Path, int, bool, list[str]], RetrievalRecord | None]
+
+
+def _decoded_lines(
+    handle: BinaryIO, path: Path, offset: int, number: int
+) -> Iterator[tuple[int, str, bool, int]]:
+    """``(line number, text, last, end)`` per line from byte ``offset`` (line ``number``) on.
+
+    Lines are split on ``\\n`` only, as :func:`read_run` splits them; ``last`` is true for a
+    final line with no newline after it (the only line that may be a torn write); ``end`` is
+    the byte offset just after the line. A leading byte-order mark is dropped. Invalid UTF-8
+    raises the same RunError read_run raises.
+    """
+    for raw in handle:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, offset + exc.start, number) from None
+        if offset == 0 and text.startswith("\ufeff"):
+            text = text[1:]
+        offset += len(raw)
+        yield number, text, not raw.endswith(b"\n"), offset
+        number += 1
+
+
+class RunStream:
+    """A run file read one record at a time, so that a large run is never held whole.
+
+    Constructing one reads only up to the header line, so :attr:`header` (and
+    :attr:`source_format`) are there at once, and a file that is missing, not UTF-8 up to its
+    header or has a bad header raises :class:`~spanchor_core.errors.RunError` right away,
+    exactly as :func:`read_run` does. Iterating yields the records in file order, each line
+    validated and converted as :func:`read_run` does it (same errors with ``path:line``, same
+    torn-last-line rule); the records read equal ``read_run(path).records``. Errors in later
+    lines are raised when iteration reaches them, so on a file with several problems the first
+    one in file order is reported (read_run reports a UTF-8 error anywhere before any other).
+
+    Our format and spanchor 0.x JSONL are streamed. spanchor 0.x single-document files (a
+    JSON object or list) cannot be read in pieces: they are read whole with :func:`read_run`
+    when the stream is opened.
+
+    :attr:`warnings` (torn last line) and :attr:`records_read` are complete once the records
+    have been iterated. Iterating again reads the file again and starts both afresh.
+    """
+
+    __slots__ = (
+        "_parse",
+        "_run",
+        "_start",
+        "_start_line",
+        "header",
+        "path",
+        "records_read",
+        "source_format",
+        "warnings",
+    )
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.warnings: list[str] = []
+        self.records_read = 0
+        self._run: Run | None = None
+        self._start = 0  # byte offset where the record lines begin
+        self._start_line = 1
+        self._parse: _LineParser = _record_ours
+        self.header, self.source_format = self._open()
+
+    def _open(self) -> tuple[RunHeader, str]:
+        """Read up to the first non-blank line and decide how the file is to be read."""
+        try:
+            with self.path.open("rb") as handle:
+                start = 0
+                for number, text, last, end in _decoded_lines(handle, self.path, 0, 1):
+                    first_line = text.strip()
+                    if first_line:
+                        return self._dispatch(text, first_line, number, last, start, end)
+                    start = end
+        except OSError as exc:
+            raise _unreadable(exc, self.path) from None
+        return self._whole()  # empty: read_run says so
+
+    def _dispatch(
+        self, text: str, first_line: str, number: int, last: bool, start: int, end: int
+    ) -> tuple[RunHeader, str]:
+        # The same decisions as read_run, on the same first non-blank line.
+        try:
+            first = json.loads(first_line, parse_constant=_keep_constant)
+        except (ValueError, RecursionError):
+            if last and first_line.startswith('{"kind"'):
+                raise RunError(
+                    "the header line is incomplete (the writer was interrupted)",
+                    path=self.path,
+                    line=number,
+                ) from None
+            return self._whole()
+        if isinstance(first, dict) and "kind" in first:
+            header = _header_ours(text, self.path, number)
+            self._start, self._start_line = end, number + 1
+            return header, _FORMAT_OURS
+        if _looks_like_0x_record(first):
+            self._parse = _record_0x_line  # from the first line on: it is a record
+            self._start, self._start_line = start, number
+            return _header_0x(self.path, "JSONL"), _FORMAT_0X_JSONL
+        return self._whole()  # a 0.x JSON document, or an error read_run words
+
+    def _whole(self) -> tuple[RunHeader, str]:
+        run = read_run(self.path)
+        self._run = run
+        return run.header, run.source_format
+
+    def __iter__(self) -> Iterator[RetrievalRecord]:
+        return self._records()
+
+    def _records(self) -> Iterator[RetrievalRecord]:
+        self.records_read = 0
+        if self._run is not None:
+            self.warnings = list(self._run.warnings)
+            for record in self._run.records:
+                self.records_read += 1
+                yield record
+            return
+        self.warnings = []
+        parse, path = self._parse, self.path
+        try:
+            handle = path.open("rb")
+        except OSError as exc:
+            raise _unreadable(exc, path) from None
+        with handle:
+            handle.seek(self._start)
+            lines = _decoded_lines(handle, path, self._start, self._start_line)
+            for number, text, last, _ in lines:
+                stripped = text.strip()
+                if not stripped:
+                    continue
+                parsed = parse(stripped, path, number, last, self.warnings)
+                if parsed is not None:
+                    self.records_read += 1
+                    yield parsed
+
+    def __repr__(self) -> str:
+        return f"RunStream({str(self.path)!r}, {self.source_format})"
+
+
+def iter_run(path: str | os.PathLike[str]) -> RunStream:
+    """Open a run file for reading record by record: ``for record in iter_run(path): ...``.
+
+    The stream's ``header`` is read at once; see :class:`RunStream`. Use it instead of
+    :func:`read_run` when the run may be large and each record can be handled and dropped.
+    """
+    return RunStream(path)
+
+
 # --------------------------------------------------------------------------------------------
 # Writing and resolving
 # --------------------------------------------------------------------------------------------
@@ -1057,6 +1245,21 @@ def _lookup(gold: GoldLookup, query: str) -> str | None:
     return None if found is None else found.query_id
 
 
+def _resolve_record(record: RetrievalRecord, gold: GoldLookup) -> tuple[RetrievalRecord, bool]:
+    """One record of :func:`resolve_query_ids`: the record with its id, and whether it has one.
+
+    A record that already carries an id is returned as it is (``True``); one without gets the
+    id of the gold query with its text, or stays as it is (``False``) when none matches.
+    Shared with the streaming evaluation, which resolves records as it reads them.
+    """
+    if record.query_id:
+        return record, True
+    query_id = _lookup(gold, record.query)
+    if query_id is None:
+        return record, False
+    return replace(record, query_id=query_id), True
+
+
 def resolve_query_ids(run: Run, gold: GoldLookup) -> tuple[Run, list[RetrievalRecord]]:
     """Give records without a query id the id of the gold query with exactly their text.
 
@@ -1067,15 +1270,10 @@ def resolve_query_ids(run: Run, gold: GoldLookup) -> tuple[Run, list[RetrievalRe
     records: list[RetrievalRecord] = []
     unmatched: list[RetrievalRecord] = []
     for record in run.records:
-        if record.query_id:
-            records.append(record)
-            continue
-        query_id = _lookup(gold, record.query)
-        if query_id is None:
+        resolved_record, matched = _resolve_record(record, gold)
+        records.append(resolved_record)
+        if not matched:
             unmatched.append(record)
-            records.append(record)
-        else:
-            records.append(replace(record, query_id=query_id))
     resolved = Run(
         header=run.header,
         records=records,

@@ -7,26 +7,40 @@ import copy
 import json
 import math
 import random
+import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus, load_corpus
-from spanchor_core.errors import EvaluationFileError, GoldError, InputError
+from spanchor_core.errors import EvaluationFileError, GoldError, InputError, RunError
 from spanchor_core.evaluate import (
     EVALUATION_KIND,
     Evaluation,
     QueryStatus,
+    check_run_provenance,
     evaluate,
+    evaluate_file,
     evaluation_json_schema,
     read_evaluation,
     write_evaluation,
 )
-from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+from spanchor_core.gold import Anchor, GoldQuery, GoldSet, read_gold
 from spanchor_core.locate import LocateRequest, Location, Locator
-from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader
+from spanchor_core.runs import (
+    RetrievalRecord,
+    RetrievedResult,
+    Run,
+    RunHeader,
+    iter_run,
+    read_run,
+    write_run,
+)
 from spanchor_core.spans import DocSpan
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -51,6 +65,10 @@ def _query(corpus: Corpus, qid: str, question: str, *spans: tuple[str, int, int]
 
 @pytest.fixture
 def gold(corpus: Corpus) -> GoldSet:
+    return _gold_set(corpus)
+
+
+def _gold_set(corpus: Corpus) -> GoldSet:
     return GoldSet(
         [
             _query(corpus, "q1", "Why is the sky blue?", ("alpha", 11, 58)),
@@ -538,3 +556,234 @@ def test_progress_callback_reports_mapping_and_scoring() -> None:
     assert ("map", 3, 3) in calls
     assert calls[-1] == ("score", 3, 3)
     assert next(c for c in calls if c[0] == "score") == ("score", 0, 3)
+
+
+# -- evaluate_file: the streaming path --------------------------------------------------------
+
+
+def _assert_same_evaluation(streamed: Evaluation, expected: Evaluation) -> None:
+    """Equal in every field; only ``created_at`` may differ (two evaluations, two clocks)."""
+    assert dict(streamed.queries) == dict(expected.queries)
+    assert list(streamed) == list(expected)
+    assert replace(streamed.settings, created_at=None) == replace(
+        expected.settings, created_at=None
+    )
+    for name in (
+        "metric_names",
+        "missing_in_run",
+        "not_in_gold",
+        "unresolved",
+        "duplicates",
+        "errors",
+        "mapping",
+        "warnings",
+    ):
+        assert getattr(streamed, name) == getattr(expected, name), name
+    assert dict(streamed.skipped) == dict(expected.skipped)
+
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+
+
+@pytest.mark.parametrize("name", ["baseline", "candidate", "candidate-overlap"])
+def test_evaluate_file_equals_evaluate_on_the_quickstart_runs(name: str) -> None:
+    corpus = load_corpus(QUICKSTART / "docs")
+    gold = read_gold(QUICKSTART / "gold.jsonl")
+    path = QUICKSTART / "runs" / f"{name}.jsonl"
+    expected = evaluate(corpus, gold, read_run(path))
+    assert expected.mapping.total > 200  # a real run: every query answered, 5 results each
+    locator = Locator(corpus)
+    for batch in (10_000, 7, 1):
+        _assert_same_evaluation(
+            evaluate_file(corpus, gold, path, locator=locator, batch_results=batch), expected
+        )
+
+
+def _write_with_torn_tail(run: Run, path: Path) -> Path:
+    write_run(run, path)
+    with path.open("ab") as handle:
+        handle.write(b'{"query_id": "q3", "query": "Never asked?", "results": [{"ra')
+    return path
+
+
+def test_evaluate_file_equals_evaluate_on_a_run_with_every_oddity(
+    corpus: Corpus, gold: GoldSet, run: Run, tmp_path: Path
+) -> None:
+    extra = [
+        _record("q5", "No evidence yet?", _text(1, "Alpha one.")),  # a query that is skipped
+        _record("zzz", "Not a gold query", _text(1, "End of beta.")),  # an extra id, twice
+        _record("", "Unknown question?"),  # an empty id that no text resolves
+        _record("q6", "Resolved by text?", _text(1, "Beta text"), error="late failure"),
+        RetrievalRecord(  # an explicit span out of bounds
+            "q1", "Why is the sky blue?", (RetrievedResult(1, None, None, "alpha", 60, 999),)
+        ),
+        _record("q1", "Why is the sky blue?", *run.records[0].results),
+    ]
+    path = _write_with_torn_tail(Run(RunHeader(), [*run.records, *extra]), tmp_path / "r.jsonl")
+    expected = evaluate(corpus, gold, read_run(path), k=(1, 3))
+    # the run exercises what the streaming path must get right
+    assert expected.duplicates == ("q1", "q2", "q6", "zzz")
+    assert expected.missing_in_run == ("q3",)
+    assert expected.errors == ("q4", "q6")
+    assert expected.not_in_gold == ("", "zzz")
+    assert expected.unresolved == ("Unknown question?", "Unknown question?")
+    assert expected.skipped == {"q5": "the gold query has no anchors"}
+    (warning,) = expected.warnings
+    assert "incomplete last line" in warning
+    assert expected["q2"].status is QueryStatus.SCORED  # the retry after the error won
+    for batch in (10_000, 3, 1):
+        streamed = evaluate_file(corpus, gold, path, k=(1, 3), batch_results=batch)
+        _assert_same_evaluation(streamed, expected)
+
+
+_POOL = (
+    "The sky is blue",
+    "Alpha one.",
+    "Grass  is green\n due to chlorophyll.",  # whitespace differs: normalised
+    "This sentence is nowhere in the corpus at all.",
+    "   ",
+    None,  # an explicit span
+)
+
+
+@st.composite
+def _generated_records(draw: st.DrawFn) -> list[RetrievalRecord]:
+    questions = ["Why is the sky blue?", "Errored?", "  Resolved by text?  ", "No evidence yet?"]
+    records = []
+    for _ in range(draw(st.integers(min_value=0, max_value=12))):
+        qid = draw(st.sampled_from([None, "", "q1", "q2", "q3", "q4", "q5", "q6", "zzz"]))
+        question = draw(st.sampled_from([*questions, "Unknown question?"]))
+        results = []
+        for _ in range(draw(st.integers(min_value=0, max_value=4))):
+            text = draw(st.sampled_from(_POOL))
+            start = draw(st.none() | st.integers(min_value=0, max_value=80))
+            results.append(
+                RetrievedResult(
+                    draw(st.integers(min_value=1, max_value=5)),  # ranks may repeat or skip
+                    text,
+                    document_id=draw(st.sampled_from([None, "alpha", "beta", "gamma"])),
+                    start=start,
+                    end=None if start is None else start + draw(st.integers(0, 40)),
+                )
+            )
+        error = draw(st.sampled_from([None, None, None, "timeout"]))
+        records.append(RetrievalRecord(qid, question, tuple(results), error=error))
+    return records
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    records=_generated_records(),
+    torn=st.booleans(),
+    batch=st.integers(min_value=1, max_value=8),
+    mismatch=st.booleans(),
+)
+def test_evaluate_file_equals_evaluate_on_generated_runs(
+    records: list[RetrievalRecord], torn: bool, batch: int, mismatch: bool
+) -> None:
+    corpus = Corpus.from_texts({"alpha": ALPHA, "beta": BETA})
+    gold = _gold_set(corpus)
+    header = RunHeader(corpus_fingerprint="0" * 64 if mismatch else corpus.fingerprint)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "run.jsonl"
+        if torn:
+            _write_with_torn_tail(Run(header, records), path)
+        else:
+            write_run(Run(header, records), path)
+        expected = evaluate(corpus, gold, read_run(path), k=(1, 2, 5))
+        streamed = evaluate_file(corpus, gold, path, k=(1, 2, 5), batch_results=batch)
+        one_batch = evaluate_file(corpus, gold, path, k=(1, 2, 5))
+    _assert_same_evaluation(streamed, expected)
+    _assert_same_evaluation(one_batch, expected)
+
+
+class _CountingLocator(Locator):
+    calls: list[int]
+
+    def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
+        self.calls.append(len(requests))
+        return super().locate_many(requests)
+
+
+def test_evaluate_file_maps_in_batches_and_gives_the_same_answers(
+    corpus: Corpus, gold: GoldSet, run: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    write_run(run, path)
+    one = _CountingLocator(corpus)
+    one.calls = []
+    single = evaluate_file(corpus, gold, path, locator=one)
+    # mapped in file order: q1 (3 results), q2 (2, the retry), q6 (1); errored, extra and
+    # unresolved records are not mapped
+    assert one.calls == [6]
+    three = _CountingLocator(corpus)
+    three.calls = []
+    batched = evaluate_file(corpus, gold, path, locator=three, batch_results=3)
+    assert three.calls == [3, 3]  # q1 fills a batch; q2 and q6 the next; nothing is left
+    _assert_same_evaluation(batched, single)
+    _assert_same_evaluation(single, evaluate(corpus, gold, read_run(path)))
+
+
+@pytest.mark.parametrize("batch", [0, -1, 2.5, True])
+def test_evaluate_file_rejects_a_bad_batch_size(
+    corpus: Corpus, gold: GoldSet, run: Run, tmp_path: Path, batch: Any
+) -> None:
+    path = tmp_path / "r.jsonl"
+    write_run(run, path)
+    with pytest.raises(InputError, match="batch_results"):
+        evaluate_file(corpus, gold, path, batch_results=batch)
+
+
+def test_evaluate_file_progress_reports_results_mapped_then_scoring(
+    corpus: Corpus, gold: GoldSet, run: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    write_run(run, path)
+    calls: list[tuple[str, int, int]] = []
+    evaluate_file(corpus, gold, path, batch_results=3, progress=lambda *call: calls.append(call))
+    maps = [call for call in calls if call[0] == "map"]
+    # the total is unknown (0) until the file has been read; 6 results are mapped in all
+    assert maps == [("map", 0, 0), ("map", 3, 0), ("map", 6, 0), ("map", 6, 0), ("map", 6, 6)]
+    assert calls.index(("map", 6, 6)) < calls.index(("score", 0, 5))
+    assert calls[-1] == ("score", 5, 5)
+
+
+def test_evaluate_file_counts_records_and_checks_provenance_on_the_header_alone(
+    corpus: Corpus, gold: GoldSet, run: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    write_run(Run(RunHeader(corpus_fingerprint="0" * 64), run.records), path)
+    stream = iter_run(path)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")  # the provenance check must not read this far
+    with pytest.raises(RunError, match="recorded against another corpus"):
+        check_run_provenance(stream, corpus, gold)
+    with pytest.raises(RunError, match=r"r\.jsonl:9: invalid JSON"):
+        evaluate_file(corpus, gold, stream)
+    good = tmp_path / "good.jsonl"
+    write_run(run, good)
+    stream = iter_run(good)
+    check_run_provenance(stream, corpus, gold)
+    evaluate_file(corpus, gold, stream)
+    assert stream.records_read == 7
+
+
+def test_cli_evaluate_streams_the_run_and_still_counts_its_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spanchor_core.cli import main
+
+    lines = (QUICKSTART / "runs" / "candidate.jsonl").read_text("utf-8").splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    for number, record in enumerate(records):
+        record["query_id"], record["query"] = f"other-{number}", f"another question {number}?"
+    run = tmp_path / "unrelated.jsonl"
+    run.write_text("\n".join([lines[0], *map(json.dumps, records)]) + "\n", "utf-8")
+    docs, gold = str(QUICKSTART / "docs"), str(QUICKSTART / "gold.jsonl")
+    assert main(["evaluate", docs, gold, str(run), "-q"]) == 2
+    assert f"none of the run's {len(records)} records matches a query" in capsys.readouterr().err
+    target = tmp_path / "eval.json"
+    candidate = str(QUICKSTART / "runs" / "candidate.jsonl")
+    assert main(["evaluate", docs, gold, candidate, "-q", "-o", str(target)]) == 0
+    expected = evaluate(load_corpus(docs), read_gold(gold), read_run(candidate))
+    _assert_same_evaluation(read_evaluation(target), expected)

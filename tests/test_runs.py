@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import json
 import logging
 import math
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import threading
 import unicodedata
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from spanchor_core.runs import (
     Run,
     RunHeader,
     RunRecorder,
+    iter_run,
     read_run,
     resolve_query_ids,
     result_from_mapping,
@@ -880,3 +883,171 @@ def test_a_recording_process_killed_mid_run_leaves_a_readable_file(tmp_path: Pat
     assert len(run.records) >= 200
     assert [r.query_id for r in run.records] == [str(n) for n in range(len(run.records))]
     assert all(r.results[0].text == "x" * 3000 for r in run.records)
+
+
+# ------------------------------------------------------------------------------------------
+# Streaming: iter_run reads what read_run reads, one line at a time
+# ------------------------------------------------------------------------------------------
+
+
+def _outcome_of_read_run(path: Path) -> tuple[Any, ...]:
+    """Everything read_run says about a file (or the error it raises), to compare with."""
+    try:
+        run = read_run(path)
+    except RunError as exc:
+        return ("error", str(exc), exc.line)
+    return (
+        run.header,
+        run.records,
+        [r.line for r in run.records],
+        run.warnings,
+        run.source_format,
+        run.path,
+    )
+
+
+def _outcome_of_iter_run(path: Path) -> tuple[Any, ...]:
+    try:
+        stream = iter_run(path)
+        records = list(stream)
+    except RunError as exc:
+        return ("error", str(exc), exc.line)
+    assert stream.records_read == len(records)
+    return (
+        stream.header,
+        records,
+        [r.line for r in records],
+        stream.warnings,
+        stream.source_format,
+        stream.path,
+    )
+
+
+_GOOD = json.dumps({"query_id": "q1", "query": "a", "results": [{"rank": 1, "text": "x"}]})
+_OLD_LINE = json.dumps({"query_id": "q1", "question": "a", "retrieved": [{"text": "x"}]})
+
+
+def _header_text() -> str:
+    return json.dumps(_header().model_dump(mode="json"))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(lambda h: f"{h}\n{_GOOD}\n{_GOOD[:20]}", id="torn-last-line"),
+        pytest.param(lambda h: f"{h}\n{_GOOD}\n{_GOOD}", id="complete-last-line-no-newline"),
+        pytest.param(lambda h: f"\n  \n{h}\n\n{_GOOD}\n \n{_GOOD}\n\n", id="blank-lines"),
+        pytest.param(lambda h: f"{h}\r\n{_GOOD}\r\n", id="crlf"),
+        pytest.param(lambda h: f"\ufeff{h}\n{_GOOD}\n", id="byte-order-mark"),
+        pytest.param(lambda h: f"{h}\n", id="header-only"),
+        pytest.param(lambda h: h, id="header-only-no-newline"),
+        pytest.param(lambda h: f"{h}\n{_GOOD[:20]}\n{_GOOD}\n", id="invalid-json-mid-file"),
+        pytest.param(lambda h: f"{h}\n{_GOOD}\n{_GOOD[:20]}\n", id="invalid-last-line-newline"),
+        pytest.param(lambda h: f"{h}\n{h}\n", id="second-header"),
+        pytest.param(
+            lambda h: f'{h}\n{{"query": "q", "results": [{{"rank": "1"}}]}}\n', id="bad-record"
+        ),
+        pytest.param(
+            lambda h: f'{h}\n{{"query": "q", "results": [{{"rank": 1, "score": NaN}}]}}\n',
+            id="nan-record",
+        ),
+        pytest.param(
+            lambda h: f'{h}\n{{"query": "q", "results": [], "latency_ms": 1e400}}\n',
+            id="model-path",
+        ),
+        pytest.param(lambda h: f"{h}\n{_GOOD}\u2028 \n", id="line-separator-is-not-a-break"),
+        pytest.param(lambda h: '{"kind": "spanchor.run", "schema_ver', id="torn-header"),
+        pytest.param(lambda h: '{"kind": "spanchor.gold"}\n', id="other-kind"),
+        pytest.param(lambda h: h.replace('"created_at"', '"x": NaN, "created_at"'), id="nan-head"),
+        pytest.param(lambda h: "", id="empty"),
+        pytest.param(lambda h: "\n \n", id="blank"),
+        pytest.param(lambda h: f"{_OLD_LINE}\n\n{_OLD_LINE}\n{_OLD_LINE[:9]}", id="0x-jsonl-torn"),
+        pytest.param(lambda h: f"{_OLD_LINE}\n{_OLD_LINE[:9]}\n{_OLD_LINE}\n", id="0x-jsonl-bad"),
+        pytest.param(lambda h: json.dumps({"q1": [{"text": "x"}]}, indent=1), id="0x-object"),
+        pytest.param(lambda h: json.dumps([json.loads(_OLD_LINE)]), id="0x-list"),
+        pytest.param(lambda h: '{"a": 1}\n{"b": 2}\n', id="not-a-run"),
+        pytest.param(lambda h: "[1, 2", id="broken-document"),
+    ],
+)
+def test_iter_run_reads_exactly_what_read_run_reads(tmp_path: Path, content: Any) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(content(_header_text()).encode("utf-8"))
+    expected = _outcome_of_read_run(path)
+    assert _outcome_of_iter_run(path) == expected
+
+
+def test_iter_run_reports_unreadable_files_as_read_run_does(tmp_path: Path) -> None:
+    for path in (tmp_path / "absent.jsonl", tmp_path):
+        assert _outcome_of_iter_run(path) == _outcome_of_read_run(path)
+        assert _outcome_of_iter_run(path)[0] == "error"
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(f"{_header_text()}\n".encode() + b'{"query": "caf\xe9"}\n')
+    with pytest.raises(RunError, match=r"latin\.jsonl:2: not UTF-8 \(invalid byte at offset"):
+        list(iter_run(latin))
+    assert _outcome_of_iter_run(latin) == _outcome_of_read_run(latin)  # same offset too
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(_records, max_size=6),
+    blank_after=st.sets(st.integers(min_value=0, max_value=6)),
+    tail=st.sampled_from(["", "torn", "no-newline"]),
+    crlf=st.booleans(),
+)
+def test_iter_run_equals_read_run_on_generated_runs(
+    records: list[RetrievalRecord], blank_after: set[int], tail: str, crlf: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "run.jsonl"
+        write_run(Run(_header(), records), path)
+        lines = path.read_bytes().split(b"\n")[:-1]
+        out = [line + b"\n" + (b"\n" if i in blank_after else b"") for i, line in enumerate(lines)]
+        data = b"".join(out)
+        if crlf:
+            data = data.replace(b"\n", b"\r\n")
+        if tail == "torn":
+            data += b'{"query_id": "cut", "query": "'
+        elif tail == "no-newline":
+            data = data.rstrip(b"\r\n")
+        path.write_bytes(data)
+        expected = _outcome_of_read_run(path)
+        assert expected[0] != "error"
+        assert _outcome_of_iter_run(path) == expected
+        assert len(expected[3]) == (1 if tail == "torn" else 0)
+
+
+def test_the_header_is_read_at_once_and_later_lines_only_when_iterated(tmp_path: Path) -> None:
+    path = _written(tmp_path, 2)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")
+        handle.write(f"{_GOOD}\n")
+    stream = iter_run(path)  # a bad record line does not stop the header from being read
+    assert stream.header == _header()
+    assert stream.source_format == "spanchor.run"
+    records = iter(stream)
+    assert next(records).query_id == "q0"
+    assert next(records).query_id == "q1"
+    with pytest.raises(RunError, match=r"run\.jsonl:4: invalid JSON"):
+        next(records)
+
+
+def test_a_stream_can_be_iterated_again_without_doubling_its_warnings(tmp_path: Path) -> None:
+    path = _written(tmp_path, 3)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 30])
+    stream = iter_run(path)
+    first = list(stream)
+    assert (len(first), stream.records_read, len(stream.warnings)) == (2, 2, 1)
+    assert list(stream) == first
+    assert (stream.records_read, len(stream.warnings)) == (2, 1)
+
+
+def test_an_abandoned_stream_closes_its_file(tmp_path: Path) -> None:
+    path = _written(tmp_path, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = iter(iter_run(path))
+        assert next(records).query_id == "q0"
+        del records  # dropped mid-way: the generator is closed, and its file with it
+        gc.collect()
+    assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []
