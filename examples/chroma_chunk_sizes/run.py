@@ -9,9 +9,10 @@ characters (the candidate), retrieves with BM25 (``bm25s``), records both runs w
 The folder holds the corpora only, not the study's question set, so the gold set is built from
 the text itself: *known-item* queries. Sentences are picked at evenly spaced places in every
 document; each query is the six rarest content words of its sentence (a search-box query, not
-the sentence), and the sentence is the evidence, anchored as a span. One query in four covers
-two consecutive sentences and has two anchors. A sentence found more than once in the corpus is
-passed over for the next one (its anchor would be ambiguous), and counted.
+the sentence), and the sentence is the evidence, anchored as a span. Every fourth query also
+takes the next sentence when that one is plain prose too, and then has two anchors (12 of 100).
+A sentence found more than once in the corpus is passed over for the next one (its anchor would
+be ambiguous), and counted.
 
 Usage::
 
