@@ -286,6 +286,11 @@ class Evaluation(Mapping[str, QueryEvaluation]):
 
         return evaluation_summary_html(self)
 
+    @property
+    def has_result_spans(self) -> bool:
+        """False for evaluations read from spanchor 0.x files, which stored no result spans."""
+        return self.settings.source_format.startswith(EVALUATION_KIND)
+
     def _check_name(self, name: str) -> None:
         if name not in self.metric_names:
             raise KeyError(f"unknown metric {name!r}; known: {', '.join(self.metric_names)}")

@@ -31,9 +31,9 @@ from spanchor_core._version import __version__
 from spanchor_core.compare import ChangeStatus, Comparison, QueryChange
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
-from spanchor_core.evaluate import EVALUATION_KIND, Evaluation, MappingStats, QueryEvaluation
+from spanchor_core.evaluate import Evaluation, MappingStats, QueryEvaluation
 from spanchor_core.gold import GoldSet
-from spanchor_core.metrics import split_metric_name
+from spanchor_core.metrics import metric_parts
 from spanchor_core.reports import lost_evidence
 from spanchor_core.spans import (
     DocSpan,
@@ -129,13 +129,6 @@ def _num(value: float) -> str:
     """An SVG coordinate: one decimal, no ``-0.0``."""
     text = f"{value:.1f}"
     return "0.0" if text == "-0.0" else text
-
-
-def _split(name: str) -> tuple[str, int | None]:
-    try:
-        return split_metric_name(name)
-    except InputError:
-        return name, None
 
 
 def _retriever(evaluation: Evaluation | None) -> str | None:
@@ -278,7 +271,7 @@ def query_deltas(comparison: Comparison, metric: str | None = None) -> list[Quer
 def _cutoffs(evaluation: Evaluation, base: str) -> list[int]:
     found = []
     for name in evaluation.metric_names:
-        metric, cutoff = _split(name)
+        metric, cutoff = metric_parts(name)
         if metric == base and cutoff is not None:
             found.append(cutoff)
     return sorted(set(found))
@@ -711,14 +704,14 @@ def _context_html(
 
 
 def _deepest_k(evaluation: Evaluation) -> int:
-    cutoffs = [c for name in evaluation.metric_names if (c := _split(name)[1]) is not None]
+    cutoffs = [c for name in evaluation.metric_names if (c := metric_parts(name)[1]) is not None]
     return max(cutoffs) if cutoffs else max(evaluation.settings.k)
 
 
 def _regression_k(row: QueryChange, evaluation: Evaluation) -> int:
     """The depth lost evidence is judged at: the deepest K among the regressed metrics (the
     evaluation's deepest K stands in for whole-list metrics such as ``mrr``)."""
-    cutoffs = [c for name in row.regressed if (c := _split(name)[1]) is not None]
+    cutoffs = [c for name in row.regressed if (c := metric_parts(name)[1]) is not None]
     return max(cutoffs) if cutoffs else _deepest_k(evaluation)
 
 
@@ -749,10 +742,6 @@ def _retrieved_line(query: QueryEvaluation, k: int, who: str) -> str:
     return f'<p class="muted">The {who}\'s top {k} covers {text}{extra}.</p>'
 
 
-def _without_results(evaluation: Evaluation) -> bool:
-    return not evaluation.settings.source_format.startswith(EVALUATION_KIND)
-
-
 def _regression_evidence(
     row: QueryChange,
     baseline: Evaluation,
@@ -767,7 +756,7 @@ def _regression_evidence(
     if qid not in baseline or qid not in candidate:
         return '<p class="muted">Not scored on both sides: no evidence to compare.</p>'
     for side, evaluation in (("baseline", baseline), ("candidate", candidate)):
-        if _without_results(evaluation):
+        if not evaluation.has_result_spans:
             return (
                 f'<p class="muted">The {side} evaluation was read from '
                 f"{_esc(evaluation.settings.source_format)}, which keeps no result spans.</p>"
@@ -1450,7 +1439,7 @@ def _metric_grid(evaluation: Evaluation, bases: Sequence[str] | None = None) -> 
     """Means as a metric × K table (whole-list metrics in their own column)."""
     cells: dict[str, dict[int | None, str]] = {}
     for name in evaluation.metric_names:
-        base, cutoff = _split(name)
+        base, cutoff = metric_parts(name)
         if bases is None or base in bases:
             cells.setdefault(base, {})[cutoff] = name
     if not cells:
@@ -1533,7 +1522,7 @@ def _missed_section(
     context_chars: int,
 ) -> str:
     """The worst queries' gold evidence that the top K did not retrieve, in its document."""
-    if _without_results(evaluation):
+    if not evaluation.has_result_spans:
         return ""
     k = _deepest_k(evaluation)
     name = f"recall@{k}"
@@ -1636,7 +1625,7 @@ def _settings_table(evaluation: Evaluation) -> str:
     params = _retriever_parameters(evaluation)
     if params:
         rows.append(("retriever parameters", f"<code>{_esc(params)}</code>"))
-    if _without_results(evaluation):
+    if not evaluation.has_result_spans:
         rows.append(("read from", _esc(s.source_format)))
     return _table(["Setting", "Value"], rows)
 

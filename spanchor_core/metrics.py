@@ -79,6 +79,7 @@ __all__ = [
     "compute_metrics",
     "measure_coverage",
     "metric_names",
+    "metric_parts",
     "split_metric_name",
 ]
 
@@ -363,6 +364,15 @@ def split_metric_name(name: str) -> tuple[str, int | None]:
     if not cutoff.isdigit() or int(cutoff) < 1:
         raise InputError(f"metric name {name!r} needs a whole number of at least 1 after '@'")
     return base, int(cutoff)
+
+
+def metric_parts(name: str) -> tuple[str, int | None]:
+    """Like :func:`split_metric_name`, but never raises: a name outside the ``name@K`` grammar
+    (a custom or 0.x metric) counts as a whole-list metric. For readers and renderers."""
+    try:
+        return split_metric_name(name)
+    except InputError:
+        return name, None
 
 
 def compute_metrics(

@@ -28,14 +28,13 @@ from spanchor_core.compare import AggregateChange, ChangeStatus, Comparison, Que
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate import (
-    EVALUATION_KIND,
     Evaluation,
     MappingStats,
     QueryEvaluation,
     QueryStatus,
 )
 from spanchor_core.gold import GoldSet
-from spanchor_core.metrics import split_metric_name
+from spanchor_core.metrics import metric_parts
 from spanchor_core.spans import (
     DocSpan,
     Span,
@@ -192,17 +191,11 @@ def _plain_listed(items: Sequence[str], limit: int = 10) -> str:
     return shown if len(items) <= limit else f"{shown} {_more(limit, len(items))}"
 
 
-def _split(name: str) -> tuple[str, int | None]:
-    """``recall@5`` -> ``("recall", 5)``; names outside the grammar count as whole-list."""
-    try:
-        return split_metric_name(name)
-    except InputError:
-        return name, None
-
-
 def _max_k(evaluation: Evaluation) -> int:
     """The deepest K the metrics report (the settings' deepest K if no metric has one)."""
-    ks = [cutoff for name in evaluation.metric_names if (cutoff := _split(name)[1]) is not None]
+    ks = [
+        cutoff for name in evaluation.metric_names if (cutoff := metric_parts(name)[1]) is not None
+    ]
     return max(ks) if ks else max(evaluation.settings.k)
 
 
@@ -284,15 +277,10 @@ def _regression_k(row: QueryChange, evaluation: Evaluation) -> int | None:
     A whole-list metric (``mrr``, ``iou``) has no K of its own; the evaluation's deepest K is
     the depth the user asked to be scored, so it stands in.
     """
-    cutoffs = [cutoff for name in row.regressed if (cutoff := _split(name)[1]) is not None]
+    cutoffs = [cutoff for name in row.regressed if (cutoff := metric_parts(name)[1]) is not None]
     if cutoffs:
         return max(cutoffs)
     return _max_k(evaluation)
-
-
-def _without_results(evaluation: Evaluation) -> bool:
-    """True for evaluations read from spanchor 0.x files, which did not store result spans."""
-    return not evaluation.settings.source_format.startswith(EVALUATION_KIND)
 
 
 def _evidence_cell(
@@ -310,7 +298,7 @@ def _evidence_cell(
         return _DASH
     before, after = baseline[qid], candidate[qid]
     for side, evaluation in (("baseline", baseline), ("candidate", candidate)):
-        if _without_results(evaluation):
+        if not evaluation.has_result_spans:
             source = markdown_escape(evaluation.settings.source_format)
             return f"*(the {side} evaluation was read from {source}, which keeps no result spans)*"
     anchors = None
@@ -362,7 +350,7 @@ def _aggregate_grid(evaluation: Evaluation) -> list[str]:
     """Means as a metric × K grid, then the spread at the deepest K and of whole-list metrics."""
     cells: dict[str, dict[int | None, str]] = {}
     for name in evaluation.metric_names:
-        base, cutoff = _split(name)
+        base, cutoff = metric_parts(name)
         cells.setdefault(base, {})[cutoff] = name
     ks = sorted({c for by_k in cells.values() for c in by_k if c is not None})
     whole = any(None in by_k for by_k in cells.values())
@@ -378,7 +366,7 @@ def _aggregate_grid(evaluation: Evaluation) -> list[str]:
     ]
     lines = _table(header, rows, "l" + "r" * len(columns))
     deepest = max(ks) if ks else None
-    spread = [name for name in evaluation.metric_names if _split(name)[1] in (deepest, None)]
+    spread = [name for name in evaluation.metric_names if metric_parts(name)[1] in (deepest, None)]
     if spread:
         lines += ["", f"Spread over {summaries[spread[0]].n} scored queries:", ""]
         lines += _table(

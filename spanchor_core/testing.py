@@ -63,7 +63,7 @@ from spanchor_core.evaluate import (
 from spanchor_core.gate import GateConfig, file_kind, gate_config_from_pyproject
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.locate import Locator
-from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP, split_metric_name
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP, metric_parts
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.reports import lost_evidence
 from spanchor_core.runs import Run, read_run
@@ -266,13 +266,6 @@ def _load_pair(
 # -- the regression message ---------------------------------------------------------------------
 
 
-def _cutoff(name: str) -> int | None:
-    try:
-        return split_metric_name(name)[1]
-    except InputError:
-        return None
-
-
 def _evidence_depth(row: QueryChange, candidate: Evaluation) -> int | None:
     """The K at which lost evidence is judged: the deepest K among the regressed metrics.
 
@@ -280,7 +273,7 @@ def _evidence_depth(row: QueryChange, candidate: Evaluation) -> int | None:
     asked to be scored, stands in. ``None`` (no K anywhere) means the whole ranked list.
     """
     for names in (row.regressed, candidate.metric_names):
-        cutoffs = [cut for name in names if (cut := _cutoff(name)) is not None]
+        cutoffs = [cut for name in names if (cut := metric_parts(name)[1]) is not None]
         if cutoffs:
             return max(cutoffs)
     return None
