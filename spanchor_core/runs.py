@@ -70,6 +70,7 @@ from spanchor_core.errors import RecorderError, RunError
 __all__ = [
     "RUN_KIND",
     "RUN_SCHEMA_VERSION",
+    "STAGES",
     "GoldLookup",
     "RetrievalRecord",
     "RetrievalRecordModel",
@@ -80,6 +81,7 @@ __all__ = [
     "RunHeader",
     "RunRecorder",
     "RunStream",
+    "Stage",
     "iter_run",
     "read_run",
     "resolve_query_ids",
@@ -104,6 +106,14 @@ _OTHER_KINDS = {
     "spanchor.gold": "this is a gold set, not a run",
     "spanchor.evaluation": "this is an evaluation, not a run; runs are what `evaluate` reads",
 }
+
+
+Stage = Literal["retrieval", "postprocessed", "context"]
+"""What a record's results are: ``retrieval`` the raw output of a retriever;
+``postprocessed`` after node postprocessors or a reranker; ``context`` the final context
+handed to the model (what evaluation prefers when a trace holds it)."""
+
+STAGES: Final[tuple[Stage, ...]] = ("retrieval", "postprocessed", "context")
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,6 +144,15 @@ class RetrievalRecord:
 
     ``line`` is where the record was read from (1-based); it is provenance, not content, and is
     ignored by ``==`` so a written-then-read record equals the original.
+
+    Where the retrieval came from, so that evaluation can group the several retrievals one
+    question causes (hybrid retrievers, sub-questions, agent tool calls, fallbacks):
+    ``source`` names the retriever, tool or graph node; ``stage`` says what the results are
+    (see :data:`STAGES`); ``trace_id`` is the root run of the question's trace, ``run_id``
+    and ``parent_run_id`` this retrieval's own run and its parent; ``sequence`` orders the
+    retrievals of one trace as the recorder saw them start; ``metadata`` holds free-form
+    provenance (tags, ``ls_retriever_name``, ...). All optional: files without them keep
+    their meaning (one record = one retrieval of its own).
     """
 
     query_id: str | None
@@ -141,6 +160,13 @@ class RetrievalRecord:
     results: tuple[RetrievedResult, ...]
     latency_ms: float | None = None
     error: str | None = None
+    source: str | None = None
+    stage: Stage | None = None
+    trace_id: str | None = None
+    run_id: str | None = None
+    parent_run_id: str | None = None
+    sequence: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     line: int | None = field(default=None, compare=False)
 
 
@@ -226,6 +252,13 @@ class RetrievalRecordModel(BaseModel):
     results: list[RetrievedResultModel]
     latency_ms: float | None = None
     error: str | None = None
+    source: str | None = None
+    stage: Stage | None = None
+    trace_id: str | None = None
+    run_id: str | None = None
+    parent_run_id: str | None = None
+    sequence: int | None = Field(default=None, ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 def run_file_schemas() -> dict[str, dict[str, Any]]:
@@ -397,12 +430,60 @@ def _error_text(error: str | BaseException | None) -> str | None:
     raise TypeError(f"error must be a string or an exception, got {type(error).__name__}")
 
 
+def _provenance_payload(
+    source: str | None,
+    stage: str | None,
+    trace_id: str | None,
+    run_id: str | None,
+    parent_run_id: str | None,
+    sequence: int | None,
+    metadata: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The provenance keys of a record line; absent values are left out, not written as null."""
+    payload: dict[str, Any] = {}
+    for name, value in (
+        ("source", source),
+        ("trace_id", trace_id),
+        ("run_id", run_id),
+        ("parent_run_id", parent_run_id),
+    ):
+        if value is not None:
+            payload[name] = _optional_str(value, name)
+    if stage is not None:
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        payload["stage"] = stage
+    if sequence is not None:
+        number = _strict_int(sequence, "sequence")
+        if number < 0:
+            raise ValueError(f"sequence must be >= 0, got {number}")
+        payload["sequence"] = number
+    if metadata:
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        payload["metadata"] = dict(metadata)
+    return payload
+
+
+def _record_provenance(record: RetrievalRecord) -> dict[str, Any]:
+    return _provenance_payload(
+        record.source,
+        record.stage,
+        record.trace_id,
+        record.run_id,
+        record.parent_run_id,
+        record.sequence,
+        record.metadata,
+    )
+
+
 def _record_payload(
     query_id: str | None,
     query: str,
     results: Iterable[RetrievedResult | Mapping[str, Any]],
     latency_ms: float | None,
     error: str | BaseException | None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
@@ -417,13 +498,16 @@ def _record_payload(
             payload.append(_payload_from_mapping(item, position))
         else:
             payload.append(_result_payload(item))
-    return {
+    line = {
         "query_id": _optional_str(query_id, "query_id"),
         "query": query,
         "results": payload,
         "latency_ms": _finite_float(latency_ms, "latency_ms"),
         "error": _error_text(error),
     }
+    if provenance:
+        line.update(provenance)
+    return line
 
 
 # Field aliases. The first alias present with a non-null value wins; 0 and "" are real values.
@@ -690,6 +774,13 @@ def _record_from_model(model: RetrievalRecordModel, line: int | None) -> Retriev
         results=_sorted_by_rank(results),
         latency_ms=model.latency_ms,
         error=model.error,
+        source=model.source,
+        stage=model.stage,
+        trace_id=model.trace_id,
+        run_id=model.run_id,
+        parent_run_id=model.parent_run_id,
+        sequence=model.sequence,
+        metadata=model.metadata,
         line=line,
     )
 
@@ -722,6 +813,23 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         or type(latency) not in _NUMBER_OR_NONE
         or type(error) not in _STR_OR_NONE
     ):
+        return None
+    source, stage, trace_id = get("source"), get("stage"), get("trace_id")
+    run_id, parent_run_id, sequence = get("run_id"), get("parent_run_id"), get("sequence")
+    record_metadata = get("metadata", _ABSENT)
+    if (
+        type(source) not in _STR_OR_NONE
+        or (stage is not None and stage not in STAGES)
+        or type(trace_id) not in _STR_OR_NONE
+        or type(run_id) not in _STR_OR_NONE
+        or type(parent_run_id) not in _STR_OR_NONE
+        or type(sequence) not in _INT_OR_NONE
+        or (sequence is not None and sequence < 0)
+    ):
+        return None
+    if record_metadata is _ABSENT:
+        record_metadata = {}
+    elif type(record_metadata) is not dict:
         return None
     results: list[RetrievedResult] = []
     for position, item in enumerate(items, start=1):
@@ -761,6 +869,13 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         results=_sorted_by_rank(results),
         latency_ms=None if latency is None else float(latency),
         error=error,
+        source=source,
+        stage=stage,
+        trace_id=trace_id,
+        run_id=run_id,
+        parent_run_id=parent_run_id,
+        sequence=sequence,
+        metadata=record_metadata,
         line=line,
     )
 
@@ -1218,7 +1333,12 @@ def write_run(run: Run, path: str | os.PathLike[str]) -> None:
     for number, record in enumerate(run.records, start=1):
         try:
             payload = _record_payload(
-                record.query_id, record.query, record.results, record.latency_ms, record.error
+                record.query_id,
+                record.query,
+                record.results,
+                record.latency_ms,
+                record.error,
+                _record_provenance(record),
             )
         except (TypeError, ValueError) as exc:
             raise RunError(f"record {number} cannot be written: {exc}", path=file) from None
@@ -1450,18 +1570,31 @@ class RunRecorder:
         query_id: str | None = None,
         latency_ms: float | None = None,
         error: str | BaseException | None = None,
+        source: str | None = None,
+        stage: Stage | None = None,
+        trace_id: str | None = None,
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+        sequence: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """Append one retrieval. Results are written in the order given.
 
         ``results`` may mix :class:`RetrievedResult` and plain dicts (see
-        :func:`result_from_mapping`; a dict without a rank gets its position).
+        :func:`result_from_mapping`; a dict without a rank gets its position). The provenance
+        keywords are those of :class:`RetrievalRecord`; absent ones are not written.
         """
         try:
             matched = True
             if query_id is None and self._gold is not None and isinstance(query, str):
                 query_id = _lookup(self._gold, query)
                 matched = query_id is not None
-            line = _encode_line(_record_payload(query_id, query, results, latency_ms, error))
+            provenance = _provenance_payload(
+                source, stage, trace_id, run_id, parent_run_id, sequence, metadata
+            )
+            line = _encode_line(
+                _record_payload(query_id, query, results, latency_ms, error, provenance)
+            )
             with self._lock:
                 if self._fd < 0:
                     raise RecorderError(f"{self.path}: recorder is closed")
@@ -1480,9 +1613,29 @@ class RunRecorder:
         query_id: str | None = None,
         latency_ms: float | None = None,
         error: str | BaseException | None = None,
+        source: str | None = None,
+        stage: Stage | None = None,
+        trace_id: str | None = None,
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+        sequence: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """:meth:`record` for async code: one small write, cheaper inline than in a thread."""
-        self.record(query, results, query_id=query_id, latency_ms=latency_ms, error=error)
+        self.record(
+            query,
+            results,
+            query_id=query_id,
+            latency_ms=latency_ms,
+            error=error,
+            source=source,
+            stage=stage,
+            trace_id=trace_id,
+            run_id=run_id,
+            parent_run_id=parent_run_id,
+            sequence=sequence,
+            metadata=metadata,
+        )
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)

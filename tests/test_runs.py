@@ -1051,3 +1051,62 @@ def test_an_abandoned_stream_closes_its_file(tmp_path: Path) -> None:
         del records  # dropped mid-way: the generator is closed, and its file with it
         gc.collect()
     assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+# -- provenance fields (source, stage, trace, sequence) ------------------------------------------
+
+
+def test_provenance_round_trips_through_recorder_and_reader(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with RunRecorder(path) as recorder:
+        recorder.record(
+            "q?",
+            [{"text": "a"}],
+            query_id="q1",
+            source="bm25",
+            stage="retrieval",
+            trace_id="t1",
+            run_id="r1",
+            parent_run_id="p1",
+            sequence=2,
+            metadata={"tags": ["x"]},
+        )
+        recorder.record("q?", [{"text": "b"}], query_id="q1")
+    first, second = read_run(path).records
+    assert (first.source, first.stage, first.trace_id, first.run_id) == (
+        "bm25",
+        "retrieval",
+        "t1",
+        "r1",
+    )
+    assert (first.parent_run_id, first.sequence, first.metadata) == ("p1", 2, {"tags": ["x"]})
+    assert (second.source, second.stage, second.trace_id, second.sequence) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    # absent provenance is not written as nulls: old readers and diffs see the old shape
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert "trace_id" not in lines[2]
+    assert "stage" not in lines[2]
+    # write_run keeps them, and the streaming reader agrees with the whole-file reader
+    again = tmp_path / "again.jsonl"
+    write_run(read_run(path), again)
+    assert read_run(again).records == read_run(path).records == list(iter_run(path))
+
+
+def test_bad_stage_is_refused_on_read_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with RunRecorder(path) as recorder:
+        recorder.record("q?", [{"text": "a"}], query_id="q1")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('{"query": "q?", "results": [], "stage": "reranked"}\n')
+    with pytest.raises(RunError, match=r"run\.jsonl:3:.*stage"):
+        read_run(path)
+
+
+def test_recorder_counts_a_bad_stage_as_a_failure_not_a_crash(tmp_path: Path) -> None:
+    with RunRecorder(tmp_path / "run.jsonl") as recorder:
+        recorder.record("q?", [], stage="final")  # type: ignore[arg-type]
+        assert (recorder.records, recorder.failures) == (0, 1)
