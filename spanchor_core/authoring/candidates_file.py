@@ -86,25 +86,6 @@ def _candidate_json(candidate: Candidate) -> dict[str, Any]:
     return line
 
 
-def _candidate_json(candidate: Candidate) -> dict[str, Any]:
-    line: dict[str, Any] = {
-        "candidate_id": candidate.candidate_id,
-        "document_id": candidate.document_id,
-        "start": candidate.start,
-        "end": candidate.end,
-        "hash": candidate.hash,
-        "text": candidate.text,
-        "status": candidate.status.value,
-    }
-    if candidate.question is not None:
-        line["question"] = candidate.question
-    if candidate.reason is not None:
-        line["reason"] = candidate.reason
-    if candidate.edited_from is not None:
-        line["edited_from"] = list(candidate.edited_from)
-    return line
-
-
 def _encode(value: dict[str, Any], target: Path, what: str) -> str:
     """One line of the file; GoldError when ``value`` cannot be strict UTF-8 JSON."""
     problem = unstorable(value)
