@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from spanchor_core.corpus import load_corpus, sha256_text
 from spanchor_core.errors import InputError
 from spanchor_core.gold import GoldSet, read_gold, validate_gold, write_gold
-from spanchor_core.squad import (
+from spanchor_core.importers import (
     SQUAD_PROBLEM_CODES,
     import_legacy_gold,
     import_squad,
@@ -234,3 +235,44 @@ def test_real_xquad_hindi_imports_and_validates(tmp_path: Path) -> None:
     assert validate_gold(result.gold, corpus) == []
     assert isinstance(result.gold, GoldSet)
     assert len(result.gold) == 1190
+
+
+@pytest.mark.parametrize(
+    ("field", "where"),
+    [
+        ("context", "data[0].paragraphs[0].context"),
+        ("question", "data[0].paragraphs[0].qas[0].question"),
+        ("title", "data[0].title"),
+    ],
+)
+def test_lone_surrogates_are_input_errors_naming_the_field(
+    tmp_path: Path, field: str, where: str
+) -> None:
+    # "\ud800" cannot be written as UTF-8: a context was an internal UnicodeEncodeError, and
+    # a question or title made a gold set that write_gold could not save
+    article: dict[str, Any] = {
+        "title": "t",
+        "paragraphs": [
+            {
+                "context": "abc",
+                "qas": [
+                    {"id": "x", "question": "?", "answers": [{"text": "a", "answer_start": 0}]}
+                ],
+            }
+        ],
+    }
+    paragraph = article["paragraphs"][0]
+    {"context": paragraph, "question": paragraph["qas"][0], "title": article}[field][field] = (
+        "a\ud800"
+    )
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"data": [article]}), encoding="utf-8")
+    with pytest.raises(InputError, match=rf"field '{re.escape(where)}': holds a lone surrogate"):
+        import_squad(path)
+
+
+def test_non_standard_json_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"data": [], "version": NaN}', encoding="utf-8")
+    with pytest.raises(InputError, match="NaN is not a JSON number"):
+        import_squad(path)

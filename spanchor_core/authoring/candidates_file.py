@@ -1,0 +1,267 @@
+"""The candidates file format (``kind: spanchor.candidates``): JSON Lines, a header line, then
+one candidate per line; reading it strictly (``path:line`` errors) and writing it atomically.
+
+Only this module knows the file's shape; the model is in
+:mod:`~spanchor_core.authoring.candidates`. Lone surrogates (``"\\ud800"``) and numbers
+out of range (``1e400``) anywhere in a line are refused on reading and on writing, so that a
+file that reads can always be hashed and written back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spanchor_core._io import atomic_write, loads_strict
+from spanchor_core._version import __version__
+from spanchor_core.authoring.candidates import Candidate, CandidateStatus
+from spanchor_core.authoring.storable import unstorable
+from spanchor_core.corpus import sha256_text
+from spanchor_core.errors import GoldError
+
+__all__ = [
+    "CANDIDATES_KIND",
+    "CANDIDATES_SCHEMA_VERSION",
+    "CandidateLine",
+    "CandidatesHeader",
+    "read_candidates",
+    "read_candidates_file",
+    "write_candidates",
+]
+
+CANDIDATES_KIND: Final = "spanchor.candidates"
+CANDIDATES_SCHEMA_VERSION: Final = 1
+
+
+class CandidatesHeader(BaseModel):
+    """First line of a candidates file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    kind: Literal["spanchor.candidates"] = CANDIDATES_KIND
+    schema_version: Literal[1] = CANDIDATES_SCHEMA_VERSION
+    spanchor_version: str | None = None
+    corpus_fingerprint: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class CandidateLine(BaseModel):
+    """One candidate line of a candidates file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    candidate_id: str = Field(min_length=1)
+    document_id: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    text: str
+    status: Literal["pending", "approved", "rejected"] = "pending"
+    question: str | None = None
+    reason: str | None = None
+    edited_from: list[int] | None = Field(default=None, min_length=2, max_length=2)
+
+
+def _candidate_json(candidate: Candidate) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "candidate_id": candidate.candidate_id,
+        "document_id": candidate.document_id,
+        "start": candidate.start,
+        "end": candidate.end,
+        "hash": candidate.hash,
+        "text": candidate.text,
+        "status": candidate.status.value,
+    }
+    if candidate.question is not None:
+        line["question"] = candidate.question
+    if candidate.reason is not None:
+        line["reason"] = candidate.reason
+    if candidate.edited_from is not None:
+        line["edited_from"] = list(candidate.edited_from)
+    return line
+
+
+def _encode(value: dict[str, Any], target: Path, what: str) -> str:
+    """One line of the file; GoldError when ``value`` cannot be strict UTF-8 JSON."""
+    problem = unstorable(value)
+    if problem is None:
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as err:
+            problem = str(err) or "nested too deeply"
+    raise GoldError(f"cannot write {what}: {problem}", path=target)
+
+
+def write_candidates(
+    candidates: Iterable[Candidate],
+    path: str | os.PathLike[str],
+    *,
+    corpus_fingerprint: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a candidates file atomically: a header line, then one candidate per line.
+
+    GoldError, and nothing written, for two candidates with one id or for values a strict
+    UTF-8 JSON file cannot hold (a lone surrogate, a non-finite number).
+    """
+    target = Path(path)
+    header: dict[str, Any] = {
+        "kind": CANDIDATES_KIND,
+        "schema_version": CANDIDATES_SCHEMA_VERSION,
+        "spanchor_version": __version__,
+    }
+    if corpus_fingerprint is not None:
+        header["corpus_fingerprint"] = corpus_fingerprint
+    if parameters:
+        header["parameters"] = dict(parameters)
+    chunks = [_encode(header, target, "the header")]
+    ids: set[str] = set()
+    for candidate in candidates:
+        if candidate.candidate_id in ids:
+            raise GoldError(f"two candidates share the id {candidate.candidate_id!r}", path=target)
+        ids.add(candidate.candidate_id)
+        chunks.append(
+            _encode(_candidate_json(candidate), target, f"candidate {candidate.candidate_id!r}")
+        )
+    atomic_write(target, "\n".join(chunks) + "\n", error=GoldError, what="candidates file")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
+    """One line as a JSON object that can be written back; GoldError ``path:line`` if not."""
+    data = loads_strict(
+        text,
+        path=path,
+        line=line,
+        error=GoldError,
+        hint="each line must be one complete JSON object",
+    )
+    if not isinstance(data, dict):
+        raise GoldError(
+            f"expected a JSON object, found {type(data).__name__}", path=path, line=line
+        )
+    problem = unstorable(data)
+    if problem is not None:
+        raise GoldError(
+            problem,
+            path=path,
+            line=line,
+            hint="fix the line or propose the candidates again",
+        )
+    return data
+
+
+def _candidate(data: dict[str, Any], path: Path, line: int, ids: dict[str, int]) -> Candidate:
+    """One candidate line, its id not in ``ids`` (id -> line); GoldError ``path:line`` if bad."""
+    try:
+        model = CandidateLine.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise GoldError(
+            f"field {where!r}: {first['msg']}" if where else str(first["msg"]),
+            path=path,
+            line=line,
+            hint="fix the line or propose the candidates again",
+        ) from None
+    if model.candidate_id in ids:
+        raise GoldError(
+            f"candidate id {model.candidate_id!r} already used on line {ids[model.candidate_id]}",
+            path=path,
+            line=line,
+        )
+    if model.end <= model.start or sha256_text(model.text) != model.hash:
+        raise GoldError(
+            f"candidate {model.candidate_id!r}: span [{model.start}, {model.end}) and "
+            "text do not agree with the hash",
+            path=path,
+            line=line,
+            hint="edit candidates with `spanchor gold review`, not by hand",
+        )
+    return Candidate(
+        model.candidate_id,
+        model.document_id,
+        model.start,
+        model.end,
+        model.hash,
+        model.text,
+        CandidateStatus(model.status),
+        model.question,
+        model.reason,
+        None if model.edited_from is None else (model.edited_from[0], model.edited_from[1]),
+        line,
+    )
+
+
+def read_candidates_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]:
+    """The header and the candidates of a candidates file (see :func:`read_candidates`)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise GoldError(
+            "candidates file does not exist", path=path, hint="check the path"
+        ) from None
+    except OSError as err:
+        raise GoldError(f"cannot read candidates: {err.strerror or err}", path=path) from None
+    header: CandidatesHeader | None = None
+    found: list[Candidate] = []
+    ids: dict[str, int] = {}
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise GoldError(
+                f"not valid UTF-8 at byte {err.start} of the line", path=path, line=number
+            ) from None
+        if not text.strip():
+            continue
+        data = _parse_line(text, path, number)
+        if header is None:
+            header = _candidates_header(data, path, number)
+            continue
+        candidate = _candidate(data, path, number, ids)
+        ids[candidate.candidate_id] = number
+        found.append(candidate)
+    if header is None:
+        raise GoldError("empty candidates file", path=path, hint="run `spanchor gold extract`")
+    return header, found
+
+
+def _candidates_header(data: dict[str, Any], path: Path, line: int) -> CandidatesHeader:
+    if data.get("kind") != CANDIDATES_KIND:
+        legacy = "candidate_id" in data and data.get("schema_version") == "0.2.0"
+        raise GoldError(
+            "a spanchor 0.x candidates file (no offsets)" if legacy else "not a candidates file",
+            path=path,
+            line=line,
+            hint="propose candidates again with `spanchor gold extract`"
+            if legacy
+            else f"the first line must be a header with kind {CANDIDATES_KIND!r}",
+        )
+    if data.get("schema_version") != CANDIDATES_SCHEMA_VERSION:
+        raise GoldError(
+            f"unsupported candidates schema_version {data.get('schema_version')!r}",
+            path=path,
+            line=line,
+            hint="upgrade spanchor",
+        )
+    try:
+        return CandidatesHeader.model_validate(data)
+    except ValidationError as err:
+        raise GoldError(f"bad header: {err.errors()[0]['msg']}", path=path, line=line) from None
+
+
+def read_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
+    """Read a candidates file; GoldError ``path:line: ...`` for anything malformed.
+
+    Each line is checked: known fields only, a non-empty span whose text hashes to
+    ``hash``, ids unique, text UTF-8 can hold.
+    """
+    return read_candidates_file(Path(path))[1]
