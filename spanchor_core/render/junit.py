@@ -11,7 +11,8 @@ from typing import Final
 
 from spanchor_core._version import __version__
 from spanchor_core.compare import ChangeStatus, Comparison, QueryChange
-from spanchor_core.render.text import verdict_word, xml_text
+from spanchor_core.render.text import xml_text
+from spanchor_core.render.wording import verdict_word
 
 __all__ = ["comparison_junit"]
 

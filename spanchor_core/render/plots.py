@@ -22,7 +22,9 @@ from spanchor_core.render.series import (
     primary_metric,
     query_deltas,
 )
-from spanchor_core.render.text import retriever_description
+from spanchor_core.render.wording import (
+    retriever_description,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -13,12 +13,14 @@ from spanchor_core.compare import Comparison
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.render.text import (
     capped_list,
-    counts_text,
     escape_control,
     format_delta,
     format_interval,
     format_number,
     format_percent,
+)
+from spanchor_core.render.wording import (
+    counts_text,
     headline_metrics,
     verdict_word,
 )

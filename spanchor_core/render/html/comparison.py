@@ -43,16 +43,18 @@ from spanchor_core.render.series import (
 )
 from spanchor_core.render.text import (
     DASH,
-    change_text,
     check_count,
     format_delta,
     format_interval,
     format_number,
-    gate_text,
     html_escape,
+    more_text,
+)
+from spanchor_core.render.wording import (
+    change_text,
+    gate_text,
     improved_metrics,
     improvements,
-    more_text,
     question_for,
     regressed_text,
     retriever_description,

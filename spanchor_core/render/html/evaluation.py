@@ -34,14 +34,16 @@ from spanchor_core.render.html.page import (
 from spanchor_core.render.text import (
     DASH,
     check_count,
-    coverage_entries,
     deepest_k,
     format_number,
     format_percent,
-    headline_metrics,
     html_escape,
     metric_grid,
     more_text,
+)
+from spanchor_core.render.wording import (
+    coverage_entries,
+    headline_metrics,
     question_for,
     retriever_description,
     retriever_parameters,

@@ -24,6 +24,8 @@ from spanchor_core.render.text import (
     format_number,
     format_percent,
     html_escape,
+)
+from spanchor_core.render.wording import (
     policy_text,
     retriever_description,
 )

@@ -19,8 +19,10 @@ from spanchor_core.render.text import (
     format_number,
     html_escape,
     more_text,
-    question_for,
     truncate,
+)
+from spanchor_core.render.wording import (
+    question_for,
 )
 
 __all__ = ["DELTA_LEGEND", "ci_svg", "curve_svg", "delta_svg", "nice_ticks"]
