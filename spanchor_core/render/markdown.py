@@ -33,6 +33,8 @@ from spanchor_core.render.text import (
     spanless_side,
 )
 from spanchor_core.render.wording import (
+    MAPPING_COLUMNS,
+    aggregate_headings,
     change_text,
     counts_text,
     coverage_entries,
@@ -40,6 +42,7 @@ from spanchor_core.render.wording import (
     headline_metrics,
     improved_metrics,
     improvements,
+    mapping_cells,
     policy_text,
     question_for,
     retriever_description,
@@ -294,20 +297,6 @@ def _change_text(row: QueryChange, metrics: Iterable[str]) -> str:
     return "<br>".join(change_text(row, name, markdown_escape) for name in metrics)
 
 
-def _side_mapping_row(side: str, evaluation: Evaluation) -> list[str]:
-    stats = evaluation.mapping
-    return [
-        side,
-        str(stats.total),
-        str(stats.unmapped),
-        format_percent(stats.unmapped_rate),
-        str(stats.counts.get("ambiguous", 0)),
-        str(stats.counts.get("fuzzy", 0)),
-        str(stats.counts.get("normalised", 0)),
-        str(stats.hint_rejected),
-    ]
-
-
 def _aggregate_row(row: AggregateChange) -> list[str]:
     return [
         markdown_escape(row.metric),
@@ -428,36 +417,16 @@ def comparison_markdown(
     if sides:
         lines += ["### Mapping health", ""]
         lines += _table(
-            [
-                "Side",
-                "Results",
-                "Unmapped",
-                "Unmapped rate",
-                "Ambiguous",
-                "Fuzzy",
-                "Normalised",
-                "Hints rejected",
-            ],
-            [_side_mapping_row(name, ev) for name, ev in sides],
-            "lrrrrrrr",
+            ["Side", *MAPPING_COLUMNS],
+            [[name, *mapping_cells(ev.mapping)] for name, ev in sides],
+            "l" + "r" * len(MAPPING_COLUMNS),
         )
         lines.append("")
 
     if comparison.aggregates:
-        confidence = comparison.policy.bootstrap.confidence
         lines += ["### Aggregates", ""]
         lines += _table(
-            [
-                "Metric",
-                "Better",
-                "n",
-                "Baseline",
-                "Candidate",
-                "Δ mean",
-                f"{confidence:.0%} CI of Δ",
-                "p",
-                "Gate",
-            ],
+            [*aggregate_headings(comparison), "p", "Gate"],
             [_aggregate_row(row) for row in comparison.aggregates],
             "llrrrrrrl",
         )

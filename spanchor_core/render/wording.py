@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from spanchor_core.compare import AggregateChange, ChangeStatus, Comparison, QueryChange
-from spanchor_core.evaluate import Evaluation
+from spanchor_core.evaluate import Evaluation, MappingStats
 from spanchor_core.gold import GoldSet
 from spanchor_core.render.text import (
     DASH,
@@ -21,12 +21,15 @@ from spanchor_core.render.text import (
     deepest_k,
     format_delta,
     format_number,
+    format_percent,
     more_text,
     truncate,
 )
 
 __all__ = [
+    "MAPPING_COLUMNS",
     "CoverageEntry",
+    "aggregate_headings",
     "change_text",
     "counts_text",
     "coverage_entries",
@@ -34,6 +37,7 @@ __all__ = [
     "headline_metrics",
     "improved_metrics",
     "improvements",
+    "mapping_cells",
     "policy_text",
     "question_for",
     "regressed_text",
@@ -219,3 +223,36 @@ def policy_text(comparison: Comparison, escape: Escape) -> str:
         f"per-query max drop: {gates or DASH} · noise floor {policy.noise_floor:g} · "
         f"{policy.bootstrap.n_resamples} resamples, seed {comparison.seed}"
     )
+
+
+MAPPING_COLUMNS: Final = (
+    "Results",
+    "Unmapped",
+    "Unmapped rate",
+    "Exact",
+    "Verified",
+    "Normalised",
+    "Fuzzy",
+    "Ambiguous",
+    "Hints rejected",
+)
+"""The columns of a mapping-health row (after the side's label), as :func:`mapping_cells`."""
+
+
+def mapping_cells(stats: MappingStats) -> list[str]:
+    """One side's mapping health as the cells of :data:`MAPPING_COLUMNS` (numbers only)."""
+    counts = stats.counts
+    return [
+        str(stats.total),
+        str(stats.unmapped),
+        format_percent(stats.unmapped_rate),
+        *(str(counts.get(status, 0)) for status in ("exact", "verified", "normalised")),
+        *(str(counts.get(status, 0)) for status in ("fuzzy", "ambiguous")),
+        str(stats.hint_rejected),
+    ]
+
+
+def aggregate_headings(comparison: Comparison) -> list[str]:
+    """The leading column headings of an aggregates table, the interval's level included."""
+    confidence = comparison.policy.bootstrap.confidence
+    return ["Metric", "Better", "n", "Baseline", "Candidate", "Δ mean", f"{confidence:.0%} CI of Δ"]

@@ -51,6 +51,7 @@ from spanchor_core.render.text import (
     more_text,
 )
 from spanchor_core.render.wording import (
+    aggregate_headings,
     change_text,
     gate_text,
     improved_metrics,
@@ -263,7 +264,6 @@ def _improvements_section(
 def _aggregates_section(comparison: Comparison) -> str:
     if not comparison.aggregates:
         return ""
-    confidence = comparison.policy.bootstrap.confidence
     extent = max(
         (
             abs(value)
@@ -302,18 +302,7 @@ def _aggregates_section(comparison: Comparison) -> str:
             ]
         )
     grid = table(
-        [
-            "Metric",
-            "Better",
-            "n",
-            "Baseline",
-            "Candidate",
-            "Δ mean",
-            f"{confidence:.0%} CI of Δ",
-            f"Δ and CI (±{scale:g})",
-            "p",
-            "Gate",
-        ],
+        [*aggregate_headings(comparison), f"Δ and CI (±{scale:g})", "p", "Gate"],
         rows,
         [False, False, True, True, True, True, True, False, True, False],
     ).replace("<td>" + '<svg class="ci"', '<td class="ci"><svg class="ci"')

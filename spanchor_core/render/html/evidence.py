@@ -197,10 +197,16 @@ def _context_html(
     return "".join(blocks)
 
 
-def _marks(
-    gold_docs: Mapping[str, list[Span]], focus: Sequence[DocSpan], cover: Mapping[str, list[Span]]
-) -> dict[str, _Marks]:
-    return {
+def _highlighted(
+    corpus: Corpus | None,
+    focus: Sequence[DocSpan],
+    gold_docs: Mapping[str, list[Span]],
+    cover: Mapping[str, list[Span]],
+    redact: bool,
+    context_chars: int,
+) -> str:
+    """``focus`` in context, the rest of the gold marked as kept (inside ``cover``) or not."""
+    marks = {
         document_id: _Marks(
             lost=union_spans((s.start, s.end) for s in focus if s.document_id == document_id),
             kept=intersect_spans(spans, cover.get(document_id, [])),
@@ -208,6 +214,7 @@ def _marks(
         )
         for document_id, spans in gold_docs.items()
     }
+    return _context_html(corpus, focus, marks, redact=redact, context_chars=context_chars)
 
 
 def _retrieved_line(query: QueryEvaluation, k: int | None, who: str) -> str:
@@ -275,15 +282,7 @@ def regression_evidence_html(
         f"still retrieves {kept}.</p>"
     )
     lost = list(evidence.lost)
-    parts.append(
-        _context_html(
-            corpus,
-            lost,
-            _marks(gold_docs, lost, cover),
-            redact=redact,
-            context_chars=context_chars,
-        )
-    )
+    parts.append(_highlighted(corpus, lost, gold_docs, cover, redact, context_chars))
     parts.append(_retrieved_line(after, evidence.k, "candidate"))
     return "".join(parts)
 
@@ -306,11 +305,5 @@ def missed_evidence_html(
         for doc in sorted(gold_docs)
         for a, b in subtract_spans(gold_docs[doc], cover.get(doc, []))
     ]
-    context = _context_html(
-        corpus,
-        missed,
-        _marks(gold_docs, missed, cover),
-        redact=redact,
-        context_chars=context_chars,
-    )
+    context = _highlighted(corpus, missed, gold_docs, cover, redact, context_chars)
     return context + _retrieved_line(query, k, "retriever")

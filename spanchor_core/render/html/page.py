@@ -22,10 +22,11 @@ from spanchor_core.render.text import (
     capped_list,
     format_delta,
     format_number,
-    format_percent,
     html_escape,
 )
 from spanchor_core.render.wording import (
+    MAPPING_COLUMNS,
+    mapping_cells,
     policy_text,
     retriever_description,
 )
@@ -255,42 +256,13 @@ def side_label(side: str, evaluation: Evaluation) -> str:
     return f"{side} ({html_escape(description)})" if description else side
 
 
-_MAPPING_COLUMNS: Final = (
-    "Results",
-    "Unmapped",
-    "Unmapped rate",
-    "Exact",
-    "Verified",
-    "Normalised",
-    "Fuzzy",
-    "Ambiguous",
-    "Hints rejected",
-)
-
-
-def _mapping_row(label: str, stats: MappingStats) -> list[str]:
-    counts = stats.counts
-    return [
-        label,
-        str(stats.total),
-        str(stats.unmapped),
-        format_percent(stats.unmapped_rate),
-        str(counts.get("exact", 0)),
-        str(counts.get("verified", 0)),
-        str(counts.get("normalised", 0)),
-        str(counts.get("fuzzy", 0)),
-        str(counts.get("ambiguous", 0)),
-        str(stats.hint_rejected),
-    ]
-
-
 def mapping_table(rows: Sequence[tuple[str, MappingStats]]) -> str:
     """Mapping health, one row per ``(side label, stats)``, with the caption explaining it."""
     return (
         table(
-            ["Side", *_MAPPING_COLUMNS],
-            [_mapping_row(label, stats) for label, stats in rows],
-            [False, *([True] * len(_MAPPING_COLUMNS))],
+            ["Side", *MAPPING_COLUMNS],
+            [[label, *mapping_cells(stats)] for label, stats in rows],
+            [False, *([True] * len(MAPPING_COLUMNS))],
         )
         + '<p class="caption">Unmapped: results that got no span in the corpus (unmapped or '
         "invalid); they count as misses. Hints rejected: offsets or document ids that did not "

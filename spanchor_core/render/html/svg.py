@@ -93,6 +93,11 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", extra: str = 
     )
 
 
+def _axis_title(left: float, right: float, bottom: float, text: str) -> str:
+    """The bold title under a horizontal axis spanning ``left``..``right``."""
+    return _text((left + right) / 2, bottom + 34, text, anchor="middle", extra='font-weight="600"')
+
+
 def _line(x1: float, y1: float, x2: float, y2: float, stroke: str, extra: str = "") -> str:
     return (
         f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
@@ -163,15 +168,7 @@ def delta_svg(
     for tick in ticks:
         body.append(_line(x(tick), top, x(tick), bottom + 4, "#bdbdbd", 'stroke-width="1"'))
         body.append(_text(x(tick), bottom + 17, _tick_label(tick), anchor="middle"))
-    body.append(
-        _text(
-            (left + right) / 2,
-            bottom + 34,
-            f"Δ {metric} (candidate − baseline)",
-            anchor="middle",
-            extra='font-weight="600"',
-        )
-    )
+    body.append(_axis_title(left, right, bottom, f"Δ {metric} (candidate − baseline)"))
     zero = x(0.0)
     mono = 'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"'
     for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
@@ -243,15 +240,7 @@ def curve_svg(
     for k in ks:
         body.append(_line(x(k), bottom, x(k), bottom + 4, "currentColor"))
         body.append(_text(x(k), bottom + 17, str(k), anchor="middle"))
-    body.append(
-        _text(
-            (left + right) / 2,
-            bottom + 34,
-            "K (results considered)",
-            anchor="middle",
-            extra='font-weight="600"',
-        )
-    )
+    body.append(_axis_title(left, right, bottom, "K (results considered)"))
     body.append(
         _text(
             12,
