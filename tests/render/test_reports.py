@@ -27,7 +27,7 @@ from spanchor_core.evaluate import (
 )
 from spanchor_core.gold import GoldQuery, GoldSet, anchor_from_text
 from spanchor_core.policy import AggregateGate, Policy
-from spanchor_core.reports import (
+from spanchor_core.render import (
     comparison_junit,
     comparison_markdown,
     comparison_summary_lines,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 
 from spanchor_core.errors import InputError
 from spanchor_core.gate import GateOutcome, gate_config_from_pyproject, run_gate
-from spanchor_core.html_report import DELTA_COLOURS, query_deltas
+from spanchor_core.render import DELTA_COLOURS, query_deltas
 
 matplotlib = pytest.importorskip(
     "matplotlib", reason="matplotlib is not installed (pip install 'spanchor[plot]')"
@@ -22,9 +23,10 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from spanchor_core.plots import plot_query_deltas, plot_recall_at_k  # noqa: E402
+from spanchor_core.render.plots import plot_query_deltas, plot_recall_at_k  # noqa: E402
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart"
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +89,7 @@ def test_missing_matplotlib_says_how_to_install(tmp_path: Path) -> None:
     (fake / "__init__.py").write_text("raise ImportError('absent')\n")
     code = (
         "from spanchor_core.gate import gate_config_from_pyproject, run_gate\n"
-        "from spanchor_core.plots import plot_query_deltas\n"
+        "from spanchor_core.render.plots import plot_query_deltas\n"
         f"outcome = run_gate(gate_config_from_pyproject({str(QUICKSTART / 'spanchor.toml')!r}))\n"
         "try:\n"
         "    plot_query_deltas(outcome.comparison)\n"
@@ -99,6 +101,6 @@ def test_missing_matplotlib_says_how_to_install(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=True,
-        env={"PYTHONPATH": str(tmp_path)},
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},  # this checkout
     )
     assert "pip install 'spanchor[plot]'" in done.stdout

@@ -19,22 +19,22 @@ from spanchor_core.errors import InputError
 from spanchor_core.evaluate import Evaluation, evaluate, read_evaluation, write_evaluation
 from spanchor_core.gate import GateOutcome, gate_config_from_pyproject, run_gate
 from spanchor_core.gold import GoldQuery, GoldSet, anchor_from_text
-from spanchor_core.html_report import (
+from spanchor_core.policy import AggregateGate, Policy
+from spanchor_core.render import (
     DELTA_COLOURS,
     comparison_html,
     comparison_summary_html,
     evaluation_html,
     evaluation_summary_html,
+    lost_evidence,
     metric_curve,
     primary_metric,
     query_deltas,
     write_html,
 )
-from spanchor_core.policy import AggregateGate, Policy
-from spanchor_core.reports import lost_evidence
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, RetrieverInfo, Run, RunHeader
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +334,8 @@ def test_repr_html_needs_no_corpus(outcome: GateOutcome, tmp_path: Path) -> None
 
 def test_core_and_reports_import_no_matplotlib() -> None:
     code = (
-        "import sys, spanchor_core, spanchor_core.html_report, spanchor_core.plots\n"
+        "import sys, spanchor_core, spanchor_core.render, spanchor_core.render.plots\n"
+        "import spanchor_core.html_report, spanchor_core.plots\n"
         "from spanchor_core.compare import compare\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'matplotlib'], 'matplotlib'\n"
     )
