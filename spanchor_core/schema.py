@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spanchor_core.compare import comparison_json_schema
+from spanchor_core.compare.file import comparison_json_schema
 from spanchor_core.evaluate import evaluation_json_schema
 from spanchor_core.gold import gold_json_schemas
 from spanchor_core.runs import run_file_schemas

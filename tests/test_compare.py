@@ -25,6 +25,7 @@ from spanchor_core.compare import (
     write_comparison,
 )
 from spanchor_core.errors import EvaluationFileError, InputError
+from spanchor_core.exit_codes import ExitCode
 from spanchor_core.policy import AggregateGate, BootstrapSettings, Policy
 
 Values = Mapping[str, Mapping[str, float]]
@@ -561,3 +562,22 @@ def test_reading_something_else_is_refused(tmp_path: Path) -> None:
     path.write_text("{", encoding="utf-8")
     with pytest.raises(EvaluationFileError, match="not valid JSON"):
         read_comparison(path)
+
+
+def test_the_exit_code_is_the_one_exit_code_table() -> None:
+    policy = Policy(max_drop={"recall@5": 0.0})
+    same = table({"a": {"recall@5": 1.0}})
+    worse = table({"a": {"recall@5": 0.0}})
+    passed, failed = compare(same, same, policy), compare(same, worse, policy)
+    assert passed.exit_code is ExitCode.PASS
+    assert failed.exit_code is ExitCode.REGRESSION
+    assert (passed.exit_code, failed.exit_code) == (0, 1)  # an IntEnum: old callers still work
+
+
+@pytest.mark.parametrize("module", ["model", "classify", "statistics"])
+def test_the_comparison_logic_does_no_file_io(module: str) -> None:
+    source = (Path(__file__).parents[1] / "spanchor_core" / "compare" / f"{module}.py").read_text(
+        encoding="utf-8"
+    )
+    for forbidden in ("spanchor_core._io", "import pathlib", "from pathlib", "open(", "import os"):
+        assert forbidden not in source, (module, forbidden)

@@ -345,6 +345,97 @@ def test_yaml_and_missing_files(tmp_path: Path) -> None:
         load_policy(tmp_path / "absent.json")
 
 
+# -- hostile files: every failure is an EvaluationFileError, never a bare Python error ---------
+
+_DEEP = 3_000
+_LONG = "1" * 4_400  # beyond int()'s 4,300-digit limit
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("arrays.toml", '[max_drop]\n"recall@5" = ' + "[" * _DEEP + "]" * _DEEP + "\n"),
+        ("tables.toml", "noise_floor = " + "{a = " * _DEEP + "1" + "}" * _DEEP + "\n"),
+        ("pyproject.toml", "[tool.spanchor.policy]\nmax_drop = " + "[" * _DEEP + "]" * _DEEP),
+        ("arrays.json", '{"recall@5": ' + "[" * _DEEP + "]" * _DEEP + "}"),
+    ],
+)
+def test_a_policy_nested_3000_deep_is_an_input_error(tmp_path: Path, name: str, text: str) -> None:
+    with pytest.raises(EvaluationFileError, match="nested too deeply") as caught:
+        load_policy(write(tmp_path, name, text))
+    assert caught.value.path == str(tmp_path / name)
+
+
+def test_deeply_nested_values_are_refused_with_their_line(tmp_path: Path) -> None:
+    dotted = ".".join(["a"] * _DEEP)
+    path = write(tmp_path, "p.toml", f'[max_drop]\n"recall@5".{dotted} = 1\n')
+    with pytest.raises(EvaluationFileError, match="must be a number, got dict") as caught:
+        load_policy(path)
+    assert caught.value.line == 2
+    assert len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize("name", ["p.toml", "p.json"])
+def test_a_4400_digit_integer_is_an_input_error_with_its_line(tmp_path: Path, name: str) -> None:
+    if name.endswith(".toml"):
+        text = f'min_queries = 3\n[max_drop]\n"recall@5" = {_LONG}\n'
+    else:
+        text = f'{{"min_query_count": 3,\n "recall@5": 0.1,\n "hit@5": {_LONG}}}'
+    with pytest.raises(EvaluationFileError, match="an integer of more than 4,300 digits") as caught:
+        load_policy(write(tmp_path, name, text))
+    assert caught.value.line == 3
+
+
+def test_an_integer_beyond_the_float_range_is_not_finite() -> None:
+    for data in ({"recall@5": 10**400}, {"max_drop": {"recall@5": 10**5000}}):
+        with pytest.raises(EvaluationFileError, match="must be finite"):
+            policy_from_mapping(data)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("p.toml", f'[max_drop]\n"recall@{_LONG}" = 0.1\n'),
+        ("q.toml", f'[aggregate]\n"recall@{_LONG}" = {{max_drop = 0.1}}\n'),
+        ("p.json", f'{{\n  "recall@{_LONG}": 0.1\n}}'),
+        ("q.json", f'{{\n  "mean_recall@{_LONG}": 0.1\n}}'),
+    ],
+)
+def test_a_4400_digit_cutoff_is_an_input_error(tmp_path: Path, name: str, text: str) -> None:
+    with pytest.raises(EvaluationFileError, match="needs a whole number of at least 1") as caught:
+        load_policy(write(tmp_path, name, text))
+    assert caught.value.line == 2
+    assert len(str(caught.value)) < 400  # the name is shown cut short
+
+
+@pytest.mark.parametrize("cutoff", [_LONG, "1" * 19, "\u00b2", "\uff15", " 5"])
+def test_metric_direction_refuses_cutoffs_int_cannot_take_as_written(cutoff: str) -> None:
+    with pytest.raises(InputError, match="needs a whole number of at least 1"):
+        metric_direction(f"recall@{cutoff}")
+    assert metric_direction("recall@" + "9" * 18) == "higher"
+
+
+def test_default_policy_skips_recall_names_with_unusable_cutoffs() -> None:
+    names = [f"recall@{_LONG}", "recall@\u00b2", "recall@7"]
+    assert default_policy(names).max_drop == {"recall@7": 0.0}
+
+
+def test_unreadable_policy_paths_are_input_errors(tmp_path: Path) -> None:
+    with pytest.raises(EvaluationFileError, match="cannot read policy file"):
+        load_policy(tmp_path)  # a directory: IsADirectoryError, an OSError
+    with pytest.raises(EvaluationFileError, match="cannot read policy file"):
+        load_policy(str(tmp_path / "p.json") + "\0")
+    latin1 = tmp_path / "p.json"
+    latin1.write_bytes(b'{"recall@5": 0.1, "x\xff": 1}')
+    with pytest.raises(EvaluationFileError, match="not UTF-8"):
+        load_policy(latin1)
+
+
+def test_non_string_keys_of_a_mapping_are_input_errors() -> None:
+    with pytest.raises(EvaluationFileError, match="keys are metric names, not int"):
+        policy_from_mapping({5: 0.1})  # type: ignore[dict-item]
+
+
 # -- the model and the default ----------------------------------------------------------------
 
 

@@ -319,6 +319,29 @@ def test_importing_the_core_does_not_import_pytest() -> None:
     assert out == "False"
 
 
+def test_the_entry_point_module_holds_the_hook_and_every_fixture() -> None:
+    # pytest registers the module the entry point names and looks for hooks and fixtures there.
+    assert callable(spanchor_core.testing.pytest_addoption)
+    fixtures = [name for name in dir(spanchor_core.testing) if name.startswith("spanchor_")]
+    assert sorted(fixtures) == [
+        "spanchor_assert_no_regression",
+        "spanchor_baseline",
+        "spanchor_config",
+        "spanchor_corpus",
+        "spanchor_evaluate",
+        "spanchor_gold",
+        "spanchor_locator",
+        "spanchor_policy",
+    ]
+
+
+def test_a_side_that_is_neither_an_object_nor_a_path_is_an_input_error(
+    baseline: Evaluation,
+) -> None:
+    with pytest.raises(InputError, match="candidate must be an object of its type or a path"):
+        assert_no_regression(baseline, 42)  # type: ignore[arg-type]
+
+
 def test_pyproject_declares_the_pytest11_entry_point() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     entry_points = data["project"].get("entry-points", {})
@@ -455,7 +478,7 @@ def test_the_locator_is_built_once_per_session(project: pytest.Pytester) -> None
     project.makeconftest(
         """
         import pytest
-        import spanchor_core.testing as plugin
+        import spanchor_core.testing.plugin as plugin
 
         BUILT = []
 
@@ -520,6 +543,18 @@ def test_evaluation_files_alone_are_enough_for_a_comparison(
     assert "manual[0:28]\n" in out
     assert "(pass corpus= to see the text of the lost evidence)" in out
     assert "spanchor: a run as the candidate needs the documents directory" in out
+
+
+def test_an_unparsable_tool_spanchor_table_errors_the_test(project: pytest.Pytester) -> None:
+    # Not pyproject.toml: pytest itself reads that one and would fail before the plugin.
+    bad = project.path / "bad.toml"
+    bad.write_text('[tool.spanchor]\ngold = "gold.jsonl"\nseed = ' + "1" * 4_400, encoding="utf-8")
+    project.makepyfile(test_user="def test_needs_gold(spanchor_gold):\n    pass\n")
+    result = _pytest_run(project, "--spanchor-config", "bad.toml")
+    result.assert_outcomes(errors=1)
+    assert "spanchor: bad configuration: " in result.stdout.str()
+    assert "cannot read the TOML file" in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
 
 
 def test_a_bad_tool_spanchor_table_is_reported_once_per_test(project: pytest.Pytester) -> None:

@@ -1,0 +1,433 @@
+"""Classifying a candidate against its baseline under a :class:`~spanchor_core.policy.Policy`.
+
+:func:`compare` returns a :class:`~spanchor_core.compare.model.Comparison`: a verdict and exit
+code, one row per query, aggregate rows with confidence intervals and p-values, and findings. A
+failed gate is a result (``exit_code == ExitCode.REGRESSION``), never an exception; only
+unusable input (a non-finite or missing metric value) raises
+:class:`~spanchor_core.errors.InputError`.
+
+The rules, in the order they are applied:
+
+* **Comparability.** When both sides know them, different K lists, ``min_overlap`` values,
+  corpus fingerprints or gold-set hashes are error findings: those scores do not measure the same
+  thing. A gated metric absent from either side is an error finding, never a silent pass.
+* **Queries.** Only queries present in both evaluations are compared. The others are listed
+  (``only_in_baseline``, ``only_in_candidate``) and are an error or a warning per
+  ``policy.on_missing`` (a warning for allow-listed flaky queries). Fewer compared queries than
+  ``policy.min_queries`` is an error.
+* **Per query, per metric.** ``delta = candidate - baseline``; ``|delta| <= noise_floor`` counts
+  as 0. A metric in ``policy.max_drop`` regresses when it moves the wrong way (down for
+  higher-is-better metrics, up for lower-is-better ones) by more than ``max_drop + noise_floor``
+  — exactly ``max_drop`` is allowed, and float noise such as ``0.8 - 0.75 = 0.05000000000000004``
+  cannot flip it (spanchor 0.x rounded deltas to 10 decimals instead). It improves when it moves
+  the right way by more than the noise floor (spanchor 0.x asked for more than ``max_drop``, so
+  small real gains were invisible). A query is REGRESSION if any per-query gated metric
+  regressed, else IMPROVED if any improved, else UNCHANGED. Metrics gated only on their mean
+  carry deltas but no per-query status. Regressions of allow-listed flaky queries are warnings.
+* **Aggregates**, for every gated metric over the compared queries: means, the mean delta, a
+  paired percentile-bootstrap confidence interval of it and a paired sign-flip permutation
+  p-value (two-sided; ``(1 + #{|flipped sum| >= |observed sum|}) / (1 + resamples)``, so never
+  below ``1 / (1 + n_resamples)``; exact, over every sign pattern, when
+  ``2**n <= n_resamples``). Both depend only on the seed and the data: rows are sorted by query
+  id first, and the generators are local ``numpy.random.Generator(PCG64(seed))`` streams
+  (the sign flips use the same seed's ``jumped()`` stream). All metrics share the resampled
+  indices, so adding a metric to a policy leaves the others' intervals unchanged.
+  A sign-flip test was chosen over Wilcoxon because it needs numpy only, tests the mean itself
+  (the quantity the gates use) and handles the many ties of 0/1 metrics without corrections.
+* **Verdict.** ``passed`` is true when no finding is an error; ``exit_code`` is
+  :class:`~spanchor_core.exit_codes.ExitCode` ``PASS`` (0) or ``REGRESSION`` (1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spanchor_core.compare.model import (
+    AggregateChange,
+    ChangeStatus,
+    Comparison,
+    Finding,
+    MetricChange,
+    MetricTable,
+    QueryChange,
+    Severity,
+    TableSettings,
+)
+from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
+from spanchor_core.errors import InputError
+from spanchor_core.policy import AggregateGate, Direction, Policy, default_policy
+
+__all__ = ["compare"]
+
+_LISTED = 10
+"""How many query ids a finding's message names before it says "and N more"."""
+
+
+def _queries_are(count: int) -> str:
+    return "query is" if count == 1 else "queries are"
+
+
+def _listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_LISTED])
+    return shown if len(ids) <= _LISTED else f"{shown} and {len(ids) - _LISTED} more"
+
+
+_NUMBER_TYPES = (int, float, np.integer, np.floating)
+
+
+def _values(table: MetricTable, side: str, metric: str, ids: Sequence[str]) -> NDArray[np.float64]:
+    column = table.metric(metric)
+    try:
+        raw = [column[qid] for qid in ids]
+    except KeyError:
+        qid = next(q for q in ids if q not in column)
+        raise InputError(f"the {side} has no {metric} value for query {qid!r}") from None
+    for kind in {type(value) for value in raw}:
+        if kind is bool or not issubclass(kind, _NUMBER_TYPES):
+            value = next(v for v in raw if type(v) is kind)
+            qid = ids[raw.index(value)]
+            raise InputError(f"the {side}'s {metric} for query {qid!r} is not a number: {value!r}")
+    out = np.array(raw, dtype=np.float64).reshape(len(ids))
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise InputError(
+            f"the {side}'s {metric} for query {ids[bad[0]]!r} is {float(out[bad[0]])!r}"
+        )
+    return out
+
+
+def _same_scheme(left: object, right: object) -> bool:
+    """Whether two recorded values can be compared at all.
+
+    Unknown values (None) cannot. spanchor 0.x wrote its corpus and gold-set hashes as
+    ``"sha256:<hex>"`` over different content than ours (bare hex): a 0.x evaluation and
+    one of ours never share a hash even for the same corpus, so only like is compared
+    with like.
+    """
+    if left is None or right is None:
+        return False
+    if isinstance(left, str) and isinstance(right, str):
+        return left.startswith("sha256:") == right.startswith("sha256:")
+    return True
+
+
+def _settings_findings(base: TableSettings, cand: TableSettings) -> list[Finding]:
+    findings = []
+    checks: tuple[tuple[str, object, object], ...] = (
+        ("K", base.k, cand.k),
+        ("min_overlap", base.min_overlap, cand.min_overlap),
+        ("corpus fingerprint", base.corpus_fingerprint, cand.corpus_fingerprint),
+        ("gold-set hash", base.gold_sha256, cand.gold_sha256),
+    )
+    for label, left, right in checks:
+        if _same_scheme(left, right) and left != right:
+            findings.append(
+                Finding(
+                    "error",
+                    "settings_mismatch",
+                    f"the evaluations differ in {label}: baseline {left!r}, candidate {right!r}; "
+                    "their scores are not comparable",
+                )
+            )
+    return findings
+
+
+def _missing_findings(
+    only_base: Sequence[str], only_cand: Sequence[str], policy: Policy
+) -> list[Finding]:
+    findings = []
+    flaky = set(policy.flaky_queries)
+    for side, ids in (("baseline", only_base), ("candidate", only_cand)):
+        strict = [q for q in ids if q not in flaky]
+        lenient = [q for q in ids if q in flaky]
+        severity: Severity = "error" if policy.on_missing == "fail" else "warning"
+        if strict:
+            findings.append(
+                Finding(
+                    severity,
+                    "missing_queries",
+                    f"{len(strict)} {_queries_are(len(strict))} only in the {side}: "
+                    f"{_listed(strict)}",
+                    query_ids=tuple(strict),
+                )
+            )
+        if lenient:
+            findings.append(
+                Finding(
+                    "warning",
+                    "missing_queries",
+                    f"{len(lenient)} allow-listed flaky {_queries_are(len(lenient))} only in the "
+                    f"{side}: {_listed(lenient)}",
+                    query_ids=tuple(lenient),
+                )
+            )
+    return findings
+
+
+def _gate_fails(
+    gate: AggregateGate, row: AggregateChange, direction: Direction, noise_floor: float
+) -> bool:
+    if row.delta is None:
+        return True  # nothing was compared: a gate cannot pass on no evidence
+    sign = 1.0 if direction == "higher" else -1.0
+    improvement = sign * row.delta
+    if gate.basis == "mean":
+        measured = improvement
+    else:
+        if row.ci_low is None or row.ci_high is None:
+            return True  # no interval, no confidence: a gate that asks for one fails closed
+        ends = sorted((sign * row.ci_low, sign * row.ci_high))
+        measured = ends[1] if gate.basis == "ci_upper" else ends[0]
+    fails = -measured > gate.max_drop + noise_floor
+    if gate.alpha is not None:
+        fails = fails and row.p_value is not None and row.p_value < gate.alpha
+    return fails
+
+
+def compare(
+    baseline: MetricTable,
+    candidate: MetricTable,
+    policy: Policy | None = None,
+    *,
+    seed: int | None = None,
+) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` under ``policy``; see the module docstring.
+
+    Without a policy, :func:`spanchor_core.policy.default_policy` applies (recall at the largest
+    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed``.
+    """
+    findings: list[Finding] = []
+    base_settings = TableSettings.of(baseline.settings)
+    cand_settings = TableSettings.of(candidate.settings)
+    findings.extend(_settings_findings(base_settings, cand_settings))
+
+    base_metrics = set(baseline.metric_names)
+    cand_metrics = set(candidate.metric_names)
+    if policy is None:
+        common_metrics = [name for name in baseline.metric_names if name in cand_metrics]
+        try:
+            policy = default_policy(common_metrics)
+        except InputError as err:
+            policy = Policy()
+            findings.append(Finding("error", "no_policy", err.message))
+    elif not policy.max_drop and not policy.aggregate:
+        findings.append(
+            Finding("error", "empty_policy", "the policy gates no metric: nothing could fail")
+        )
+    noise = policy.noise_floor
+    chosen_seed = policy.bootstrap.seed if seed is None else seed
+
+    base_ids = list(dict.fromkeys(baseline))
+    cand_ids = list(dict.fromkeys(candidate))
+    cand_set, base_set = set(cand_ids), set(base_ids)
+    common = sorted(base_set & cand_set)
+    only_base = sorted(base_set - cand_set)
+    only_cand = sorted(cand_set - base_set)
+    findings.extend(_missing_findings(only_base, only_cand, policy))
+    if len(common) < policy.min_queries:
+        findings.append(
+            Finding(
+                "error",
+                "too_few_queries",
+                f"{len(common)} {_queries_are(len(common))} in both "
+                f"evaluations; the policy needs at least {policy.min_queries}",
+            )
+        )
+
+    metrics: list[str] = []
+    for name in policy.gated_metrics:
+        absent = [
+            side
+            for side, names in (("baseline", base_metrics), ("candidate", cand_metrics))
+            if name not in names
+        ]
+        if absent:
+            findings.append(
+                Finding(
+                    "error",
+                    "missing_metric",
+                    f"the policy gates {name}, which the {' and the '.join(absent)} "
+                    f"do{'es' if len(absent) == 1 else ''} not report",
+                    metric=name,
+                )
+            )
+        else:
+            metrics.append(name)
+
+    directions = {name: policy.direction(name) for name in metrics}
+    deltas = np.zeros((len(metrics), len(common)))
+    base_values: list[list[float]] = []
+    cand_values: list[list[float]] = []
+    base_means: list[float] = []
+    cand_means: list[float] = []
+    regress = np.zeros((len(metrics), len(common)), dtype=bool)
+    improve = np.zeros((len(metrics), len(common)), dtype=bool)
+    per_query = np.zeros(len(metrics), dtype=bool)
+    for j, name in enumerate(metrics):
+        before = _values(baseline, "baseline", name, common)
+        after = _values(candidate, "candidate", name, common)
+        delta = after - before
+        delta[np.abs(delta) <= noise] = 0.0
+        deltas[j] = delta
+        base_values.append(before.tolist())
+        cand_values.append(after.tolist())
+        base_means.append(float(before.mean()) if common else math.nan)
+        cand_means.append(float(after.mean()) if common else math.nan)
+        improvement = delta if directions[name] == "higher" else -delta
+        if name in policy.max_drop:
+            per_query[j] = True
+            regress[j] = -improvement > policy.max_drop[name] + noise
+            improve[j] = improvement > 0.0
+
+    flaky = set(policy.flaky_queries)
+    rows: list[QueryChange] = []
+    delta_lists: list[list[float]] = deltas.tolist()
+    regress_lists: list[list[bool]] = regress.tolist()
+    improve_lists: list[list[bool]] = improve.tolist()
+    any_regress = cast(list[bool], regress.any(axis=0).tolist())
+    any_improve = cast(list[bool], improve.any(axis=0).tolist())
+    for i, qid in enumerate(common):
+        changes = []
+        regressed = []
+        for j, name in enumerate(metrics):
+            status: ChangeStatus | None = None
+            if per_query[j]:
+                if regress_lists[j][i]:
+                    status = ChangeStatus.REGRESSION
+                    regressed.append(name)
+                elif improve_lists[j][i]:
+                    status = ChangeStatus.IMPROVED
+                else:
+                    status = ChangeStatus.UNCHANGED
+            changes.append(
+                MetricChange(name, base_values[j][i], cand_values[j][i], delta_lists[j][i], status)
+            )
+        if any_regress[i]:
+            overall = ChangeStatus.REGRESSION
+        elif any_improve[i]:
+            overall = ChangeStatus.IMPROVED
+        else:
+            overall = ChangeStatus.UNCHANGED
+        rows.append(QueryChange(qid, overall, tuple(changes), tuple(regressed), qid in flaky))
+
+    findings.extend(_regression_findings(rows))
+
+    aggregates = _aggregates(
+        metrics, directions, deltas, base_means, cand_means, policy, chosen_seed
+    )
+    for row in aggregates:
+        if row.gate is not None and row.gate_passed is False:
+            findings.append(
+                Finding(
+                    "error",
+                    "aggregate_gate",
+                    _gate_message(row, row.gate),
+                    metric=row.metric,
+                )
+            )
+    return Comparison(
+        passed=not any(f.severity == "error" for f in findings),
+        queries=tuple(rows),
+        aggregates=tuple(aggregates),
+        findings=tuple(findings),
+        only_in_baseline=tuple(only_base),
+        only_in_candidate=tuple(only_cand),
+        policy=policy,
+        seed=chosen_seed,
+        baseline_settings=base_settings,
+        candidate_settings=cand_settings,
+    )
+
+
+def _regression_findings(rows: Sequence[QueryChange]) -> list[Finding]:
+    findings = []
+    for flaky in (False, True):
+        hit = sorted(
+            (r for r in rows if r.status is ChangeStatus.REGRESSION and r.flaky is flaky),
+            key=lambda r: (-r.severity, r.query_id),
+        )
+        if not hit:
+            continue
+        per_metric = Counter(name for r in hit for name in r.regressed)
+        by_metric = ", ".join(f"{name}: {n}" for name, n in sorted(per_metric.items()))
+        ids = [r.query_id for r in hit]
+        noun = "query" if len(hit) == 1 else "queries"
+        if flaky:
+            message = f"{len(hit)} allow-listed flaky {noun} regressed ({by_metric}): "
+        else:
+            message = f"{len(hit)} {noun} regressed ({by_metric}): "
+        findings.append(
+            Finding(
+                "warning" if flaky else "error",
+                "flaky_regression" if flaky else "regression",
+                message + _listed(ids),
+                query_ids=tuple(ids),
+            )
+        )
+    return findings
+
+
+def _aggregates(
+    metrics: Sequence[str],
+    directions: Mapping[str, Direction],
+    deltas: NDArray[np.float64],
+    base_means: Sequence[float],
+    cand_means: Sequence[float],
+    policy: Policy,
+    seed: int,
+) -> list[AggregateChange]:
+    n = deltas.shape[1]
+    stats: PairedStatistics | None = None
+    if n and metrics and policy.bootstrap.n_resamples:
+        stats = paired_statistics(
+            deltas,
+            n_resamples=policy.bootstrap.n_resamples,
+            confidence=policy.bootstrap.confidence,
+            seed=seed,
+        )
+    rows = []
+    for j, name in enumerate(metrics):
+        gate = policy.aggregate.get(name)
+        if n == 0:
+            rows.append(
+                AggregateChange(
+                    name, directions[name], 0, None, None, None, gate=gate, gate_passed=None
+                )
+            )
+            continue
+        row = AggregateChange(
+            name,
+            directions[name],
+            n,
+            base_means[j],
+            cand_means[j],
+            float(deltas[j].mean()),
+            None if stats is None else float(stats.ci_low[j]),
+            None if stats is None else float(stats.ci_high[j]),
+            None if stats is None else float(stats.p_value[j]),
+            gate,
+        )
+        if gate is not None:
+            passed = not _gate_fails(gate, row, directions[name], policy.noise_floor)
+            row = dataclasses.replace(row, gate_passed=passed)
+        rows.append(row)
+    return rows
+
+
+def _gate_message(row: AggregateChange, gate: AggregateGate) -> str:
+    interval = ""
+    if row.ci_low is not None and row.ci_high is not None:
+        interval = f", CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}]"
+    p = "" if row.p_value is None else f", p = {row.p_value:.4g}"
+    rule = f"max drop {gate.max_drop:g} on the {gate.basis.replace('_', ' ')}"
+    if gate.alpha is not None:
+        rule += f" at alpha {gate.alpha:g}"
+    change = "was not measured" if row.delta is None else f"changed by {row.delta:+.4f}"
+    return f"mean {row.metric} {change}{interval}{p}; the gate allows {rule}"

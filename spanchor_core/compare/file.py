@@ -1,0 +1,254 @@
+"""The comparison file (``kind: spanchor.comparison``): its pydantic model, JSON Schema, reader
+and writer.
+
+The only part of :mod:`spanchor_core.compare` that touches files: :func:`write_comparison`
+turns a :class:`~spanchor_core.compare.model.Comparison` into deterministic JSON and
+:func:`read_comparison` reads it back strictly, every problem an
+:class:`~spanchor_core.errors.EvaluationFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from spanchor_core._io import atomic_write, loads_strict
+from spanchor_core._version import __version__
+from spanchor_core.compare.model import (
+    AggregateChange,
+    ChangeStatus,
+    Comparison,
+    Finding,
+    MetricChange,
+    QueryChange,
+    Severity,
+    TableSettings,
+)
+from spanchor_core.errors import EvaluationFileError
+from spanchor_core.policy import AggregateGate, Direction, Policy
+
+__all__ = [
+    "COMPARISON_KIND",
+    "COMPARISON_SCHEMA_VERSION",
+    "ComparisonFile",
+    "comparison_json_schema",
+    "read_comparison",
+    "write_comparison",
+]
+
+COMPARISON_KIND: Final = "spanchor.comparison"
+COMPARISON_SCHEMA_VERSION: Final = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _SettingsModel(_Model):
+    k: list[int] | None
+    min_overlap: float | None
+    corpus_fingerprint: str | None
+    gold_sha256: str | None
+
+
+class _FindingModel(_Model):
+    severity: Severity
+    code: str
+    message: str
+    metric: str | None = None
+    query_ids: list[str] = []
+
+
+class _MetricModel(_Model):
+    baseline: float
+    candidate: float
+    delta: float
+    status: ChangeStatus | None
+
+
+class _QueryModel(_Model):
+    query_id: str
+    status: ChangeStatus
+    flaky: bool
+    regressed: list[str]
+    metrics: dict[str, _MetricModel]
+
+
+class _AggregateModel(_Model):
+    metric: str
+    direction: Direction
+    n: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    gate: AggregateGate | None
+    gate_passed: bool | None
+
+
+class ComparisonFile(_Model):
+    """The comparison file: one JSON object, ``kind`` and ``schema_version`` first."""
+
+    kind: Literal["spanchor.comparison"] = COMPARISON_KIND
+    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    spanchor_version: str | None
+    passed: bool
+    exit_code: int
+    seed: int
+    counts: dict[str, int]
+    """Derived from the rest; written for readers of the file."""
+    policy: Policy
+    baseline: _SettingsModel
+    candidate: _SettingsModel
+    findings: list[_FindingModel]
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    aggregates: list[_AggregateModel]
+    queries: list[_QueryModel]
+
+
+def comparison_json_schema() -> dict[str, Any]:
+    """JSON Schema of the comparison file (``kind: spanchor.comparison``, schema_version 1)."""
+    return ComparisonFile.model_json_schema()
+
+
+def _settings_model(settings: TableSettings) -> _SettingsModel:
+    return _SettingsModel(
+        k=None if settings.k is None else list(settings.k),
+        min_overlap=settings.min_overlap,
+        corpus_fingerprint=settings.corpus_fingerprint,
+        gold_sha256=settings.gold_sha256,
+    )
+
+
+def _to_file(comparison: Comparison) -> ComparisonFile:
+    return ComparisonFile(
+        spanchor_version=__version__,
+        passed=comparison.passed,
+        exit_code=comparison.exit_code,
+        seed=comparison.seed,
+        counts=comparison.counts,
+        policy=comparison.policy,
+        baseline=_settings_model(comparison.baseline_settings),
+        candidate=_settings_model(comparison.candidate_settings),
+        findings=[
+            _FindingModel(
+                severity=f.severity,
+                code=f.code,
+                message=f.message,
+                metric=f.metric,
+                query_ids=list(f.query_ids),
+            )
+            for f in comparison.findings
+        ],
+        only_in_baseline=list(comparison.only_in_baseline),
+        only_in_candidate=list(comparison.only_in_candidate),
+        aggregates=[_AggregateModel(**_aggregate_dict(row)) for row in comparison.aggregates],
+        queries=[
+            _QueryModel(
+                query_id=row.query_id,
+                status=row.status,
+                flaky=row.flaky,
+                regressed=list(row.regressed),
+                metrics={
+                    c.metric: _MetricModel(
+                        baseline=c.baseline, candidate=c.candidate, delta=c.delta, status=c.status
+                    )
+                    for c in row.changes
+                },
+            )
+            for row in comparison.queries
+        ],
+    )
+
+
+def _aggregate_dict(row: AggregateChange) -> dict[str, Any]:
+    return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+
+
+def _from_file(model: ComparisonFile) -> Comparison:
+    def settings(s: _SettingsModel) -> TableSettings:
+        return TableSettings(
+            None if s.k is None else tuple(s.k), s.min_overlap, s.corpus_fingerprint, s.gold_sha256
+        )
+
+    return Comparison(
+        passed=model.passed,
+        queries=tuple(
+            QueryChange(
+                q.query_id,
+                q.status,
+                tuple(
+                    MetricChange(name, m.baseline, m.candidate, m.delta, m.status)
+                    for name, m in q.metrics.items()
+                ),
+                tuple(q.regressed),
+                q.flaky,
+            )
+            for q in model.queries
+        ),
+        aggregates=tuple(
+            AggregateChange(
+                **{f.name: getattr(a, f.name) for f in dataclasses.fields(AggregateChange)}
+            )
+            for a in model.aggregates
+        ),
+        findings=tuple(
+            Finding(f.severity, f.code, f.message, f.metric, tuple(f.query_ids))
+            for f in model.findings
+        ),
+        only_in_baseline=tuple(model.only_in_baseline),
+        only_in_candidate=tuple(model.only_in_candidate),
+        policy=model.policy,
+        seed=model.seed,
+        baseline_settings=settings(model.baseline),
+        candidate_settings=settings(model.candidate),
+    )
+
+
+def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> None:
+    """Write ``comparison`` as JSON, atomically (a temporary file, then a rename).
+
+    The bytes depend only on the comparison: fixed key order, queries sorted by id, floats in
+    their shortest round-tripping form, no timestamp.
+    """
+    target = Path(path)
+    text = json.dumps(
+        _to_file(comparison).model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False
+    )
+    atomic_write(target, text + "\n", error=EvaluationFileError, what="the comparison")
+
+
+def read_comparison(path: str | os.PathLike[str]) -> Comparison:
+    """Read a file written by :func:`write_comparison`."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise EvaluationFileError(f"cannot read the comparison: {err}", path=source) from None
+    data = loads_strict(text, path=source, error=EvaluationFileError)
+    if not isinstance(data, dict) or data.get("kind") != COMPARISON_KIND:
+        kind = data.get("kind") if isinstance(data, dict) else None
+        raise EvaluationFileError(
+            f"not a comparison file (kind {kind!r}, expected {COMPARISON_KIND!r})", path=source
+        )
+    if data.get("schema_version") != COMPARISON_SCHEMA_VERSION:
+        raise EvaluationFileError(
+            f"unsupported comparison schema_version {data.get('schema_version')!r}",
+            path=source,
+            hint=f"this spanchor reads schema_version {COMPARISON_SCHEMA_VERSION}",
+        )
+    try:
+        model = ComparisonFile.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise EvaluationFileError(f"{where}: {first['msg']}", path=source) from None
+    return _from_file(model)

@@ -1,0 +1,150 @@
+"""The plugin's settings: :class:`SpanchorConfig`, read from command-line options, ini keys
+and the ``[tool.spanchor]`` table, first found wins.
+
+One small module on purpose: :func:`_table_config` is the ``[tool.spanchor]`` reading that the
+shared :mod:`spanchor_core.settings` takes over, so that the plugin and ``spanchor gate`` read
+the table by one rule.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from spanchor_core.corpus import DEFAULT_GLOBS
+from spanchor_core.errors import EvaluationFileError, InputError
+from spanchor_core.gate import GateConfig, gate_config_from_pyproject
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.policy import Policy, load_policy
+
+__all__ = ["CONFIG", "SETTINGS", "Setting", "SpanchorConfig", "given", "read_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanchorConfig:
+    """What the fixtures were configured with; ``None`` for a setting nobody gave."""
+
+    docs: Path | None = None
+    gold: Path | None = None
+    baseline: Path | None = None
+    policy: Policy | None = None
+    k: tuple[int, ...] = DEFAULT_K
+    min_overlap: float = DEFAULT_MIN_OVERLAP
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    max_unmapped_rate: float | None = None
+    seed: int | None = None
+    allow_mismatch: bool = False
+    config_file: Path | None = None
+    """The TOML file whose ``[tool.spanchor]`` table was read, if it has one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    option: str
+    ini: str
+    table_key: str
+    what: str
+
+
+SETTINGS: Final = {
+    "docs": Setting("--spanchor-docs", "spanchor_docs", "docs", "the documents directory"),
+    "gold": Setting("--spanchor-gold", "spanchor_gold", "gold", "the gold set (JSONL)"),
+    "baseline": Setting(
+        "--spanchor-baseline",
+        "spanchor_baseline",
+        "baseline",
+        "the baseline run or evaluation file",
+    ),
+    "policy": Setting("--spanchor-policy", "spanchor_policy", "policy", "the policy file"),
+}
+CONFIG = Setting(
+    "--spanchor-config", "spanchor_config", "", "the TOML file with a [tool.spanchor] table"
+)
+_UNSET: Final = Path("\0spanchor-unset")
+"""Stands in for the gate-only keys a pytest-only ``[tool.spanchor]`` table may leave out."""
+
+
+def given(config: pytest.Config, name: str, setting: Setting) -> Path | None:
+    """The path from the command line (relative to the start directory) or the ini file."""
+    option = config.getoption(f"spanchor_{name}")
+    if option:
+        return config.invocation_params.dir / str(option)
+    value = config.getini(setting.ini)
+    if isinstance(value, str) and value.strip():
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        return base / value.strip()
+    return None
+
+
+def _table_config(file: Path) -> tuple[GateConfig, frozenset[str]] | None:
+    """``[tool.spanchor]`` of ``file`` validated as ``spanchor gate`` does, and its keys."""
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise EvaluationFileError(
+            "cannot read the TOML file: nested too deeply", path=file
+        ) from None
+    except (OSError, ValueError) as err:  # ValueError: bad TOML, not UTF-8, a 4,400-digit int
+        raise EvaluationFileError(f"cannot read the TOML file: {err}", path=file) from None
+    tool = data.get("tool")
+    table = tool.get("spanchor") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return None
+    keys = frozenset(table)
+    # GateConfig requires both runs of a gate; a table written for pytest may name only the
+    # baseline, so the missing ones get a placeholder that is never used.
+    unset = {key: _UNSET for key in ("baseline", "candidate") if key not in keys}
+    return gate_config_from_pyproject(file, **unset), keys
+
+
+def read_config(config: pytest.Config) -> SpanchorConfig:
+    explicit = given(config, "config", CONFIG)
+    if explicit is not None and not explicit.is_file():
+        raise InputError(
+            "the spanchor config file does not exist",
+            path=explicit,
+            hint=f"fix {CONFIG.option} / the {CONFIG.ini} ini key",
+        )
+    if explicit is not None:
+        file = explicit
+    elif config.inipath is not None and config.inipath.name == "pyproject.toml":
+        file = config.inipath
+    else:
+        file = config.rootpath / "pyproject.toml"
+    found = _table_config(file) if file.is_file() else None
+    if found is None and explicit is not None:
+        raise EvaluationFileError("has no [tool.spanchor] table", path=file)
+    gate, keys = found if found is not None else (None, frozenset[str]())
+
+    def path(name: str) -> Path | None:
+        found = given(config, name, SETTINGS[name])
+        if found is not None or gate is None or name not in keys:
+            return found
+        value = getattr(gate, name)
+        return value if isinstance(value, Path) and value != _UNSET else None
+
+    policy_path = given(config, "policy", SETTINGS["policy"])
+    policy = load_policy(policy_path) if policy_path is not None else None
+    if policy is None and gate is not None:
+        policy = gate.resolved_policy(file)
+    if gate is None:
+        return SpanchorConfig(
+            docs=path("docs"), gold=path("gold"), baseline=path("baseline"), policy=policy
+        )
+    return SpanchorConfig(
+        docs=path("docs"),
+        gold=path("gold"),
+        baseline=path("baseline"),
+        policy=policy,
+        k=gate.k,
+        min_overlap=gate.min_overlap,
+        globs=gate.globs,
+        max_unmapped_rate=gate.max_unmapped_rate,
+        seed=gate.seed,
+        allow_mismatch=gate.allow_mismatch,
+        config_file=file,
+    )
