@@ -14,9 +14,12 @@ from spanchor_core.errors import InputError
 __all__ = ["LocatorSettings"]
 
 
-def _whole(name: str, value: object, least: int) -> None:
+def _whole(settings: LocatorSettings, name: str, least: int) -> None:
+    """Check a whole-number field and store it as a plain ``int`` (numpy integers welcome)."""
+    value = getattr(settings, name)
     if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < least:
         raise InputError(f"{name} must be a whole number of at least {least}, got {value!r}")
+    object.__setattr__(settings, name, int(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +41,11 @@ class LocatorSettings:
             or not 0.0 <= float(threshold) <= 1.0
         ):
             raise InputError(f"fuzzy_threshold must be a number in [0, 1], got {threshold!r}")
-        _whole("kgram", self.kgram, 4)
-        _whole("window", self.window, 2)
-        _whole("max_candidates", self.max_candidates, 1)
-        _whole("max_occurrences", self.max_occurrences, 1)
-        _whole("fuzzy_scan_limit", self.fuzzy_scan_limit, 0)
+        _whole(self, "kgram", 4)
+        _whole(self, "window", 2)
+        _whole(self, "max_candidates", 1)
+        _whole(self, "max_occurrences", 1)
+        _whole(self, "fuzzy_scan_limit", 0)
 
     @property
     def min_indexed_length(self) -> int:
