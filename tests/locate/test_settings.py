@@ -45,9 +45,9 @@ def test_bad_parameters_raise_input_errors_not_builtin_ones(
 
 def test_numpy_whole_numbers_and_floats_are_accepted() -> None:
     corpus = Corpus.from_texts({"a": "some text that is long enough to be found"})
-    locator = Locator(
-        corpus, kgram=np.int64(8), window=np.int32(6), fuzzy_threshold=np.float64(0.7)
-    )
+    kgram: Any = np.int64(8)  # e.g. read from a numpy config array
+    window: Any = np.int32(6)
+    locator = Locator(corpus, kgram=kgram, window=window, fuzzy_threshold=np.float64(0.7))
     assert (locator.kgram, locator.window, locator.fuzzy_threshold) == (8, 6, 0.7)
     assert type(locator.kgram) is int
     assert locator.min_indexed_length == 13
