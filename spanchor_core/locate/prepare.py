@@ -14,7 +14,7 @@ from spanchor_core.corpus import canonicalize
 from spanchor_core.errors import InputError
 from spanchor_core.locate.documents import CorpusTexts
 from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
-from spanchor_core.locate.resolve import Pending
+from spanchor_core.locate.resolve import Pending, unmapped
 from spanchor_core.spans import DocSpan
 
 __all__ = ["prepare"]
@@ -31,19 +31,11 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
         return _explicit_span(documents, request)
     text = canonicalize(request.text)
     hint_start, hint_end = request.start, request.end
-    if not text.strip():
-        return Location(
-            MatchStatus.UNMAPPED,
-            None,
-            None,
-            None,
-            0.0,
-            hint_rejected=hint_start is not None or hint_end is not None,
-            reason="empty or whitespace-only text",
-        )
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
     job = Pending(slot, text, doc, named, hint_start, hint_end)
+    if not text.strip():
+        return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:
         job.notes.append(f"document {named!r} is not in the corpus")
     if doc is not None and hint_start is not None:
