@@ -1,53 +1,23 @@
-"""Canonical source documents: loading, canonical text, hashes and the corpus fingerprint.
-
-Canonical text is the only coordinate system spanchor uses: Unicode NFC, with ``\\r\\n`` and
-lone ``\\r`` turned into ``\\n`` and nothing else changed. A leading byte-order mark in a file
-is an encoding artefact, not text, and is dropped when the file is read.
+"""Documents and corpora in memory: :class:`Document`, :class:`Corpus`, and the rules for ids.
 
 Document ids: the path of the file relative to the corpus root, in POSIX form, without its
 last suffix — ``guide/install.md`` is ``guide/install``. For files directly under the root
 this is the file name without suffix, which is what spanchor 0.x uses, so 0.x gold sets
-resolve against the same directory unchanged. Two files that would share an id
-(``a.md`` and ``a.txt``) are an error, never a silent overwrite.
+resolve against the same directory unchanged. An id never points outside the corpus.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from spanchor_core.corpus.canonical import canonicalize, sha256_text
 from spanchor_core.errors import CorpusError
 from spanchor_core.spans import DocSpan
 
-__all__ = [
-    "DEFAULT_GLOBS",
-    "Corpus",
-    "Document",
-    "canonicalize",
-    "document_id_for",
-    "load_corpus",
-    "sha256_text",
-]
-
-DEFAULT_GLOBS: tuple[str, ...] = ("*.txt", "*.md")
-
-
-def canonicalize(text: str) -> str:
-    """Return the canonical form of ``text``: newlines unified to ``\\n``, then NFC."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not unicodedata.is_normalized("NFC", text):
-        text = unicodedata.normalize("NFC", text)
-    return text
-
-
-def sha256_text(text: str) -> str:
-    """Hex sha256 of the UTF-8 bytes of ``text`` (callers pass canonical text)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+__all__ = ["Corpus", "Document", "document_id_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +31,14 @@ class Document:
 
     @classmethod
     def from_text(cls, document_id: str, text: str, path: Path | None = None) -> Document:
+        """Canonicalise ``text`` and hash it; a non-string id or text is a :class:`CorpusError`."""
+        if not isinstance(document_id, str):
+            raise CorpusError(f"a document id must be a string, got {document_id!r}")
+        if not isinstance(text, str):
+            raise CorpusError(
+                f"document {document_id!r}: text must be a string, got {type(text).__name__}",
+                hint="decode bytes to str first",
+            )
         canonical = canonicalize(text)
         return cls(document_id, canonical, sha256_text(canonical), path)
 
@@ -74,6 +52,8 @@ def document_id_for(relative: PurePosixPath) -> str:
 
 
 def _check_document_id(document_id: str) -> None:
+    if not isinstance(document_id, str):
+        raise CorpusError(f"a document id must be a string, got {document_id!r}")
     parts = PurePosixPath(document_id).parts
     if not document_id or document_id.startswith("/") or ".." in parts or "\\" in document_id:
         raise CorpusError(
@@ -162,76 +142,3 @@ class Corpus(Mapping[str, Document]):
                 found.append(DocSpan(doc_id, pos, pos + len(needle)))
                 pos = haystack.find(needle, pos + 1)
         return found
-
-
-def _is_hidden(relative: PurePosixPath) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise CorpusError(f"cannot read document: {err.strerror or err}", path=path) from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise CorpusError(
-            f"not valid UTF-8 at byte {err.start}",
-            path=path,
-            hint="convert the file to UTF-8 (e.g. iconv -t UTF-8)",
-        ) from None
-
-
-def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
-    real_root = root.resolve()
-    seen: set[PurePosixPath] = set()
-    for pattern in globs:
-        if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
-            raise CorpusError(f"glob {pattern!r} reaches outside the corpus root")
-        for path in sorted(root.rglob(pattern)):
-            relative = PurePosixPath(path.relative_to(root).as_posix())
-            if relative in seen or _is_hidden(relative) or not path.is_file():
-                continue
-            if not path.resolve().is_relative_to(real_root):
-                raise CorpusError(
-                    "symbolic link leads outside the corpus root",
-                    path=path,
-                    hint="copy the document into the corpus or remove the link",
-                )
-            seen.add(relative)
-            yield path, relative
-
-
-def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLOBS) -> Corpus:
-    """Load every matching file under ``root`` (recursively, hidden files skipped).
-
-    ``globs`` are matched against file names at any depth (``rglob``). Raises
-    :class:`CorpusError` for a missing root, a file that is not UTF-8 (naming the byte
-    offset), two files with the same id, a link out of the root, or an empty corpus.
-    """
-    base = Path(root)
-    if not base.exists():
-        raise CorpusError("corpus directory does not exist", path=base)
-    if not base.is_dir():
-        raise CorpusError("corpus path is not a directory", path=base)
-    documents: dict[str, Document] = {}
-    sources: dict[str, Path] = {}
-    for path, relative in _iter_files(base, globs):
-        document_id = document_id_for(relative)
-        if document_id in documents:
-            raise CorpusError(
-                f"{sources[document_id].name} and {path.name} would both get the "
-                f"document id {document_id!r}",
-                path=path,
-                hint="rename one of them or narrow --glob",
-            )
-        documents[document_id] = Document.from_text(document_id, _read_text(path), path)
-        sources[document_id] = path
-    if not documents:
-        raise CorpusError(
-            f"no documents matching {', '.join(globs)}", path=base, hint="check the path or globs"
-        )
-    return Corpus(documents, base)

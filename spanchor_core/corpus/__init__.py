@@ -1,0 +1,23 @@
+"""Canonical source documents: canonical text and hashes, the in-memory corpus, loading it.
+
+Canonical text is the only coordinate system spanchor uses (:mod:`.canonical`); a
+:class:`Corpus` holds canonical documents by id, in sorted order, with a fingerprint over
+their ids and hashes (:mod:`.model`); :func:`load_corpus` reads one from a directory
+(:mod:`.load`). Later sources (JSONL, Parquet) and a persistent index belong in this package.
+"""
+
+from __future__ import annotations
+
+from spanchor_core.corpus.canonical import canonicalize, sha256_text
+from spanchor_core.corpus.load import DEFAULT_GLOBS, load_corpus
+from spanchor_core.corpus.model import Corpus, Document, document_id_for
+
+__all__ = [
+    "DEFAULT_GLOBS",
+    "Corpus",
+    "Document",
+    "canonicalize",
+    "document_id_for",
+    "load_corpus",
+    "sha256_text",
+]

@@ -1,0 +1,92 @@
+"""Loading a corpus from a directory of UTF-8 files: :func:`load_corpus`.
+
+Files are matched by glob at any depth, hidden files skipped; a leading byte-order mark is an
+encoding artefact, not text, and is dropped. Two files that would share an id (``a.md`` and
+``a.txt``) are an error, never a silent overwrite, and so is a link that leads out of the root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+
+from spanchor_core.corpus.model import Corpus, Document, document_id_for
+from spanchor_core.errors import CorpusError
+
+__all__ = ["DEFAULT_GLOBS", "load_corpus"]
+
+DEFAULT_GLOBS: tuple[str, ...] = ("*.txt", "*.md")
+
+
+def _is_hidden(relative: PurePosixPath) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CorpusError(f"cannot read document: {err.strerror or err}", path=path) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorpusError(
+            f"not valid UTF-8 at byte {err.start}",
+            path=path,
+            hint="convert the file to UTF-8 (e.g. iconv -t UTF-8)",
+        ) from None
+
+
+def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
+    real_root = root.resolve()
+    seen: set[PurePosixPath] = set()
+    for pattern in globs:
+        if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
+            raise CorpusError(f"glob {pattern!r} reaches outside the corpus root")
+        for path in sorted(root.rglob(pattern)):
+            relative = PurePosixPath(path.relative_to(root).as_posix())
+            if relative in seen or _is_hidden(relative) or not path.is_file():
+                continue
+            if not path.resolve().is_relative_to(real_root):
+                raise CorpusError(
+                    "symbolic link leads outside the corpus root",
+                    path=path,
+                    hint="copy the document into the corpus or remove the link",
+                )
+            seen.add(relative)
+            yield path, relative
+
+
+def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLOBS) -> Corpus:
+    """Load every matching file under ``root`` (recursively, hidden files skipped).
+
+    ``globs`` are matched against file names at any depth (``rglob``). Raises
+    :class:`CorpusError` for a missing root, a file that is not UTF-8 (naming the byte
+    offset), two files with the same id, a link out of the root, or an empty corpus.
+    """
+    base = Path(root)
+    if not base.exists():
+        raise CorpusError("corpus directory does not exist", path=base)
+    if not base.is_dir():
+        raise CorpusError("corpus path is not a directory", path=base)
+    documents: dict[str, Document] = {}
+    sources: dict[str, Path] = {}
+    for path, relative in _iter_files(base, globs):
+        document_id = document_id_for(relative)
+        if document_id in documents:
+            raise CorpusError(
+                f"{sources[document_id].name} and {path.name} would both get the "
+                f"document id {document_id!r}",
+                path=path,
+                hint="rename one of them or narrow --glob",
+            )
+        documents[document_id] = Document.from_text(document_id, _read_text(path), path)
+        sources[document_id] = path
+    if not documents:
+        raise CorpusError(
+            f"no documents matching {', '.join(globs)}", path=base, hint="check the path or globs"
+        )
+    return Corpus(documents, base)

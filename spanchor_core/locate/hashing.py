@@ -1,0 +1,110 @@
+"""Rolling k-gram hashes and minimizer selection, vectorised over numpy arrays of code points.
+
+A polynomial hash (wrapping ``uint64`` arithmetic) gives every k-gram of an array in a few
+vector operations; a splitmix64 finaliser spreads the values so that the minimum of each
+window samples positions evenly. Both the index and the scans for short texts use these.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["I64", "SENTINEL", "U64", "KgramHasher", "minimizer_mask"]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+_MASK64: Final = (1 << 64) - 1
+_BASE: Final = 0x9E3779B97F4A7C15  # odd, so it has an inverse modulo 2**64
+_BASE_INV: Final = pow(_BASE, -1, 1 << 64)
+SENTINEL: Final = np.uint64(_MASK64)  # "no k-gram here": never the minimum of a real window
+
+
+class KgramHasher:
+    """Polynomial k-gram hashes (wrapping uint64 arithmetic), mixed for minimizer order.
+
+    Prefix sums of ``c[j] * B**-j`` give every k-gram hash of an array in a handful of
+    vector operations: ``h(i) = B**(i+k-1) * (S[i+k-1] - S[i-1])``.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        empty = np.ones(0, dtype=np.uint64)
+        self._tables: tuple[U64, U64] = (empty, empty)
+
+    def _powers(self, n: int) -> tuple[U64, U64]:
+        tables = self._tables  # one read: another thread may swap in larger tables
+        if len(tables[0]) < n:
+            size = max(n, 2 * len(tables[0]), 1024)
+            tables = (_power_table(_BASE, size), _power_table(_BASE_INV, size))
+            self._tables = tables
+        return tables[0][:n], tables[1][:n]
+
+    def kgrams(self, codes: npt.NDArray[np.uint32]) -> U64:
+        """Mixed hashes of every k-gram along the last axis (length ``n - k + 1``)."""
+        n = codes.shape[-1]
+        k = self.k
+        pw, inv = self._powers(n)
+        prefix = np.cumsum(codes.astype(np.uint64) * inv, axis=-1, dtype=np.uint64)
+        upper = prefix[..., k - 1 :]
+        lower = np.zeros_like(upper)
+        lower[..., 1:] = prefix[..., : n - k]
+        return _mix(pw[k - 1 :] * (upper - lower))
+
+
+def _power_table(base: int, size: int) -> U64:
+    """``base**i mod 2**64`` for ``i < size``, by doubling (wrapping uint64 products)."""
+    table = np.ones(size, dtype=np.uint64)
+    filled = 1
+    step = base & _MASK64  # base**filled
+    while filled < size:
+        count = min(filled, size - filled)
+        table[filled : filled + count] = table[:count] * np.uint64(step)
+        filled += count
+        step = (step * step) & _MASK64
+    return table
+
+
+def _mix(h: U64) -> U64:
+    """splitmix64 finaliser: spreads polynomial hashes so minimizers sample evenly."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def _sliding(a: U64, w: int, op: np.ufunc) -> U64:
+    """``op`` (minimum or maximum) over every run of ``w`` along the last axis."""
+    span = 1
+    cur = a
+    while span * 2 <= w:
+        cur = op(cur[..., :-span], cur[..., span:])
+        span *= 2
+    n = a.shape[-1] - w + 1
+    if span == w:
+        return cur[..., :n]
+    out: U64 = op(cur[..., :n], cur[..., w - span : w - span + n])
+    return out
+
+
+def minimizer_mask(
+    h: U64, w: int, windows: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.bool_]:
+    """Positions that are the minimum of at least one full window of ``w`` hashes.
+
+    ``windows`` (2-D case) gives per row how many full windows exist; the others are
+    partial (they run past the row's text) and must not select anything, or a query
+    could ask for a minimizer the corpus never indexed.
+    """
+    wmin = _sliding(h, w, np.minimum)
+    if windows is not None:
+        cols = np.arange(wmin.shape[-1])
+        wmin = np.where(cols[None, :] < windows[:, None], wmin, np.uint64(0))
+    pad = np.zeros((*h.shape[:-1], w - 1), dtype=np.uint64)
+    smax = _sliding(np.concatenate([pad, wmin, pad], axis=-1), w, np.maximum)
+    mask: npt.NDArray[np.bool_] = (h == smax) & (smax != 0) & (h != SENTINEL)
+    return mask

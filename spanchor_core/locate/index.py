@@ -1,0 +1,94 @@
+"""The minimizer index of one long virtual text: :class:`MinimizerIndex` and its builder.
+
+Every entry packs a minimizer's hash and its position into one sorted ``uint64``, so a
+lookup is two binary searches; :class:`IndexBuilder` streams the text in blocks so that no
+array outgrows a block, however large the corpus.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from spanchor_core.locate.hashing import I64, U64, KgramHasher, minimizer_mask
+
+__all__ = ["IndexBuilder", "MinimizerIndex"]
+
+
+class MinimizerIndex:
+    """Minimizers of a virtual concatenated text, packed one ``uint64`` per entry.
+
+    Each entry is ``(hash >> pos_bits) << pos_bits | position``; sorting the packed
+    values sorts by hash, then position. ``pos_bits`` is just wide enough for the text
+    (32 bits up to 4 G characters), so the stored hash keeps the rest — a shorter hash
+    only adds false candidates, which verification discards.
+    """
+
+    def __init__(self, packed: U64, pos_bits: int) -> None:
+        self.packed = packed
+        self.pos_bits = pos_bits
+        self._shift = np.uint64(pos_bits)
+        self._low = np.uint64((1 << pos_bits) - 1)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.packed.nbytes)
+
+    def lookup(self, queries: U64) -> tuple[I64, I64]:
+        """First entry and number of entries for each (full 64-bit) query hash."""
+        base = (queries >> self._shift) << self._shift
+        order = np.argsort(base)
+        ordered = base[order]
+        lo = np.empty(len(queries), dtype=np.int64)
+        hi = np.empty(len(queries), dtype=np.int64)
+        lo[order] = np.searchsorted(self.packed, ordered, side="left")
+        hi[order] = np.searchsorted(self.packed, ordered | self._low, side="right")
+        return lo, hi - lo
+
+    def positions(self, first: I64, count: I64) -> tuple[I64, I64]:
+        """Positions of entries ``first[i] .. first[i] + count[i]``, and which ``i`` each is."""
+        owner = np.repeat(np.arange(len(first), dtype=np.int64), count)
+        offsets = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+        values = self.packed[first[owner] + offsets] & self._low
+        return values.astype(np.int64), owner
+
+
+class IndexBuilder:
+    """Streams code-point blocks of one long virtual text and collects its minimizers.
+
+    Consecutive blocks overlap by ``window + k - 2`` code points, so every window is
+    evaluated exactly once however the text is cut into blocks.
+    """
+
+    def __init__(self, hasher: KgramHasher, window: int, total: int) -> None:
+        self.hasher = hasher
+        self.window = window
+        self.overlap = window + hasher.k - 2
+        self.pos_bits = max(32, int(total).bit_length())
+        self._shift = np.uint64(self.pos_bits)
+        self._carry = np.zeros(0, dtype=np.uint32)
+        self._carry_start = 0
+        self._last = -1
+        self._packed: list[U64] = []
+
+    def feed(self, codes: npt.NDArray[np.uint32]) -> None:
+        data = np.concatenate([self._carry, codes]) if len(self._carry) else codes
+        start = self._carry_start
+        if len(data) >= self.overlap + 1:
+            h = self.hasher.kgrams(data)
+            picked = np.flatnonzero(minimizer_mask(h, self.window))
+            pos = picked.astype(np.int64) + start
+            fresh = pos > self._last
+            if fresh.any():
+                keys = (h[picked[fresh]] >> self._shift) << self._shift
+                self._packed.append(keys | pos[fresh].astype(np.uint64))
+                self._last = int(pos[fresh][-1])
+        keep = min(len(data), self.overlap)
+        self._carry = data[len(data) - keep :].copy()
+        self._carry_start = start + len(data) - keep
+
+    def finish(self) -> MinimizerIndex:
+        packed = np.concatenate(self._packed) if self._packed else np.zeros(0, np.uint64)
+        self._packed.clear()
+        packed.sort()
+        return MinimizerIndex(packed, self.pos_bits)

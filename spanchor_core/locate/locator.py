@@ -1,0 +1,144 @@
+"""The public entry point, :class:`Locator`: the matching stages composed over one corpus.
+
+Each request goes through :func:`~spanchor_core.locate.prepare.prepare`, then the search
+stages in order — exact, normalised, fuzzy — each placing what it can and passing the rest on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.errors import InputError
+from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.exact import exact_stage
+from spanchor_core.locate.fuzzy import fuzzy_stage
+from spanchor_core.locate.model import LocateRequest, Location
+from spanchor_core.locate.normalised import normalised_stage
+from spanchor_core.locate.prepare import prepare
+from spanchor_core.locate.resolve import Pending
+from spanchor_core.locate.settings import LocatorSettings
+
+__all__ = ["STAGES", "Locator", "Stage"]
+
+Stage = Callable[[SearchContext, list[Pending], list[Location | None]], list[Pending]]
+"""A matching stage: fills ``results[job.slot]`` for the jobs it places, returns the rest."""
+
+STAGES: tuple[Stage, ...] = (exact_stage, normalised_stage, fuzzy_stage)
+"""The search stages in order of evidence; the last one places every job it is given."""
+
+
+class Locator:
+    """Maps retrieved results onto canonical spans of one corpus.
+
+    Build one per corpus and reuse it: the index is built on first need and kept.
+    ``locate_many`` is the fast path (batched numpy work); ``locate`` is the same
+    computation for one result, so both always give the same answer.
+
+    Parameters: ``fuzzy_threshold`` is the lowest alignment score accepted as
+    ``FUZZY``; ``max_candidates`` caps ``Location.candidates``; ``kgram`` and
+    ``window`` size the minimizer index (texts shorter than ``kgram + window - 1``
+    characters use a per-document scan); ``max_occurrences`` is how many occurrences
+    of one minimizer are enumerated before it counts as too frequent to use;
+    ``fuzzy_scan_limit`` bounds, in characters, the scan used for short texts
+    that need approximate matching. A bad value, or a ``corpus`` that is not a
+    :class:`~spanchor_core.corpus.Corpus`, raises :class:`~spanchor_core.errors.InputError`.
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        fuzzy_threshold: float = 0.8,
+        max_candidates: int = 50,
+        kgram: int = 20,
+        window: int = 48,
+        max_occurrences: int = 128,
+        fuzzy_scan_limit: int = 2_000_000,
+    ) -> None:
+        if not isinstance(corpus, Corpus):
+            raise InputError(
+                f"Locator needs a Corpus, got {type(corpus).__name__}",
+                hint="build one with load_corpus() or Corpus.from_texts()",
+            )
+        self.corpus = corpus
+        self.settings = LocatorSettings(
+            fuzzy_threshold=fuzzy_threshold,
+            max_candidates=max_candidates,
+            kgram=kgram,
+            window=window,
+            max_occurrences=max_occurrences,
+            fuzzy_scan_limit=fuzzy_scan_limit,
+        )
+        self._ctx = SearchContext(corpus, self.settings)
+
+    # the parameters, read-only: the stages read them from ``settings``
+    @property
+    def fuzzy_threshold(self) -> float:
+        return self.settings.fuzzy_threshold
+
+    @property
+    def max_candidates(self) -> int:
+        return self.settings.max_candidates
+
+    @property
+    def kgram(self) -> int:
+        return self.settings.kgram
+
+    @property
+    def window(self) -> int:
+        return self.settings.window
+
+    @property
+    def max_occurrences(self) -> int:
+        return self.settings.max_occurrences
+
+    @property
+    def fuzzy_scan_limit(self) -> int:
+        return self.settings.fuzzy_scan_limit
+
+    @property
+    def min_indexed_length(self) -> int:
+        """Shortest text found through the index (``kgram + window - 1``)."""
+        return self.settings.min_indexed_length
+
+    def locate(
+        self,
+        text: str | None,
+        *,
+        document_id: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Location:
+        """Map one result; see :meth:`locate_many`."""
+        return self.locate_many([LocateRequest(text, document_id, start, end)])[0]
+
+    def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
+        """Map every request, in order. Equal to ``[locate(r) for r in requests]``."""
+        results: list[Location | None] = [None] * len(requests)
+        pending: list[Pending] = []
+        for slot, request in enumerate(requests):
+            outcome = prepare(self._ctx.documents, slot, request)
+            if isinstance(outcome, Location):
+                results[slot] = outcome
+            else:
+                pending.append(outcome)
+        for stage in STAGES:
+            if not pending:
+                break
+            pending = stage(self._ctx, pending, results)
+        done = [r for r in results if r is not None]
+        if len(done) != len(requests):  # pragma: no cover - internal invariant
+            raise RuntimeError("locate_many left a request without a location")
+        return done
+
+    def build_index(self, *, normalised: bool = False) -> None:
+        """Build the exact index now (and the normalised one if asked) instead of lazily."""
+        self._ctx.exact_index()
+        if normalised:
+            self._ctx.normalised_view()
+
+    @property
+    def index_nbytes(self) -> int:
+        """Bytes held by the indexes built so far (numpy arrays only)."""
+        return self._ctx.index_nbytes

@@ -1,0 +1,76 @@
+"""What the locator takes and gives: :class:`LocateRequest`, :class:`Location`, and
+:class:`MatchStatus`.
+
+Plain frozen values with no behaviour beyond :attr:`Location.span`, so that evaluation, run
+files and reports can use them without importing the index or the matching stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from spanchor_core.spans import DocSpan
+
+__all__ = ["LocateRequest", "Location", "MatchStatus"]
+
+
+class MatchStatus(StrEnum):
+    """How a retrieved result was placed in the corpus."""
+
+    EXACT = "exact"
+    """The text occurs exactly once in the corpus."""
+    VERIFIED = "verified"
+    """The offsets given with the text were checked against the canonical text."""
+    SPAN = "span"
+    """An explicit span without text: inside the bounds of a known document."""
+    NORMALISED = "normalised"
+    """Found once when whitespace and letter case are ignored."""
+    FUZZY = "fuzzy"
+    """Found by approximate alignment; ``confidence`` is the alignment score."""
+    AMBIGUOUS = "ambiguous"
+    """Found more than once; one occurrence chosen by the rule in ``resolved_by``."""
+    UNMAPPED = "unmapped"
+    """Not found; ``reason`` says why."""
+    INVALID = "invalid"
+    """An explicit span that cannot exist (unknown document, out of bounds, inverted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where one retrieved result lies in the corpus, and how sure we are.
+
+    ``candidates`` lists the occurrences considered (sorted by document id then start,
+    at most ``Locator.max_candidates`` of them; ``reason`` gives the full count when the
+    list was cut). ``hint_rejected`` is true when offsets came with the result and the
+    text was not found at them — the count users need to judge their pipeline's offsets.
+    """
+
+    status: MatchStatus
+    document_id: str | None
+    start: int | None
+    end: int | None
+    confidence: float
+    candidates: tuple[DocSpan, ...] = ()
+    resolved_by: str | None = None
+    hint_rejected: bool = False
+    reason: str | None = None
+
+    @property
+    def span(self) -> DocSpan | None:
+        """The chosen span, or ``None`` when nothing was mapped."""
+        if self.document_id is None or self.start is None or self.end is None:
+            return None
+        if self.status in (MatchStatus.UNMAPPED, MatchStatus.INVALID):
+            return None
+        return DocSpan(self.document_id, self.start, self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class LocateRequest:
+    """One result to map: text, and whatever location the retriever claimed for it."""
+
+    text: str | None
+    document_id: str | None = None
+    start: int | None = None
+    end: int | None = None

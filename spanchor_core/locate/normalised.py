@@ -1,0 +1,65 @@
+"""The normalised stage: the text found when whitespace and letter case are ignored.
+
+Candidates from the normalised view are mapped back to canonical offsets and confirmed by
+normalising the canonical slice. Confidence is the similarity of the case-folded texts,
+capped below an exact match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Final
+
+from rapidfuzz import fuzz
+
+from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.documents import Occurrence
+from spanchor_core.locate.find import find_occurrences
+from spanchor_core.locate.model import Location, MatchStatus
+from spanchor_core.locate.resolve import Pending, choose
+from spanchor_core.locate.text import fold, normalise
+
+__all__ = ["normalised_stage"]
+
+_NORMALISED_CAP: Final = 0.99  # a normalised match never scores like an exact one
+
+
+def normalised_stage(
+    ctx: SearchContext, pending: list[Pending], results: list[Location | None]
+) -> list[Pending]:
+    """Place every job whose normalised text occurs; return the others (``norm`` filled in)."""
+    texts = ctx.documents.texts
+    for job in pending:
+        job.norm = normalise(job.text)
+
+    def lookup(norms: list[str]) -> list[list[Occurrence] | None]:
+        view = ctx.normalised_view()
+        hits = ctx.search.anchor_candidates(view.index, norms, view.starts, view.lengths)
+        out: list[list[Occurrence] | None] = []
+        for norm, cands in zip(norms, hits, strict=True):
+            if cands is None:
+                out.append(None)
+                continue
+            occ: list[Occurrence] = []
+            last = len(norm) - 1
+            for d, s in cands:
+                cs = view.to_canonical(texts[d], d, s)
+                ce = view.to_canonical(texts[d], d, s + last) + 1
+                if normalise(texts[d][cs:ce]) == norm:
+                    occ.append((d, cs, ce))
+            out.append(occ)
+        return out
+
+    found = find_occurrences(ctx, [job.norm for job in pending], lookup, normalised=True)
+    remaining: list[Pending] = []
+    for job, occ in zip(pending, found, strict=True):
+        if not occ:
+            remaining.append(job)
+            continue
+        loc = choose(ctx, job, occ, MatchStatus.NORMALISED, 1.0, "normalised text")
+        chosen = texts[ctx.documents.number[loc.document_id or ""]][loc.start : loc.end]
+        # same letters; whitespace differences lower the score, and a normalised match
+        # stays below an exact one
+        score = min(_NORMALISED_CAP, fuzz.ratio(fold(job.text.strip()), fold(chosen)) / 100.0)
+        results[job.slot] = dataclasses.replace(loc, confidence=score)
+    return remaining

@@ -1,0 +1,105 @@
+"""The whitespace-and-case view of the corpus: its minimizer index and the map back to canonical.
+
+Built only when some result needs it. The map keeps the canonical offset of every
+``CHECKPOINT``-th normalised character of each document and walks the rest, which costs a
+few bytes per 32 characters instead of one offset per character.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.hashing import I64, KgramHasher
+from spanchor_core.locate.index import IndexBuilder, MinimizerIndex
+from spanchor_core.locate.text import advance_nonspace, code_points, fold, non_space_mask
+
+__all__ = ["CHECKPOINT", "NormalisedView", "build_normalised_view"]
+
+CHECKPOINT: Final = 32  # normalised -> canonical map keeps every 32nd position
+
+
+@dataclass(slots=True)
+class NormalisedView:
+    """Minimizer index of the normalised text plus its map back to canonical offsets."""
+
+    index: MinimizerIndex
+    starts: I64  # normalised offset where each document starts
+    lengths: I64  # normalised length of each document
+    checkpoint_base: I64  # first checkpoint of each document
+    checkpoints: npt.NDArray[
+        np.integer[Any]
+    ]  # canonical local offset of every CHECKPOINT-th normalised char
+
+    @property
+    def nbytes(self) -> int:
+        return int(
+            self.index.nbytes
+            + self.starts.nbytes
+            + self.lengths.nbytes
+            + self.checkpoint_base.nbytes
+            + self.checkpoints.nbytes
+        )
+
+    def to_canonical(self, source: str, doc: int, local: int) -> int:
+        """Canonical offset in document ``doc`` (text ``source``) of its ``local``-th
+        normalised character."""
+        j = local // CHECKPOINT
+        pos = int(self.checkpoints[int(self.checkpoint_base[doc]) + j])
+        return advance_nonspace(source, pos, local - j * CHECKPOINT)
+
+
+def build_normalised_view(
+    documents: CorpusTexts, hasher: KgramHasher, window: int
+) -> NormalisedView:
+    """Index the folded, whitespace-free stream of every document and record the checkpoints."""
+    builder = IndexBuilder(hasher, window, documents.total)
+    starts, lengths = documents.starts, documents.lengths
+    ndocs = len(documents.texts)
+    norm_starts = np.zeros(ndocs, dtype=np.int64)
+    norm_lengths = np.zeros(ndocs, dtype=np.int64)
+    ckpt_base = np.zeros(ndocs, dtype=np.int64)
+    checkpoints: list[npt.NDArray[np.integer[Any]]] = []
+    # document-local offsets: 32 bits suffice unless one document passes 2 G characters
+    narrow = np.int32 if int(lengths.max(initial=0)) < 2**31 else np.int64
+    n_ckpt = 0
+    produced = 0  # normalised characters emitted so far
+    doc_ends = starts + lengths
+    for offset, block in documents.blocks():
+        codes = code_points(fold(block))
+        keep = non_space_mask(codes)
+        kept = np.flatnonzero(keep).astype(np.int64)  # block-local canonical offsets
+        builder.feed(codes[keep])
+        block_end = offset + len(block)
+        first = int(np.searchsorted(doc_ends, offset, side="right"))
+        d = first
+        while d < ndocs and starts[d] < block_end:
+            lo_c = max(int(starts[d]), offset) - offset
+            hi_c = min(int(doc_ends[d]), block_end) - offset
+            lo_k = int(np.searchsorted(kept, lo_c))
+            hi_k = int(np.searchsorted(kept, hi_c))
+            if starts[d] >= offset:
+                norm_starts[d] = produced + lo_k
+                ckpt_base[d] = n_ckpt
+            local0 = produced + lo_k - int(norm_starts[d])  # doc-local normalised index
+            local1 = local0 + (hi_k - lo_k)
+            first_ck = -(-local0 // CHECKPOINT) * CHECKPOINT
+            pick = np.arange(first_ck, local1, CHECKPOINT, dtype=np.int64)
+            if len(pick):
+                canon = kept[pick - local0 + lo_k] + offset - int(starts[d])
+                checkpoints.append(canon.astype(narrow))
+                n_ckpt += len(pick)
+            norm_lengths[d] = local1
+            d += 1
+        produced += len(kept)
+    ckpts: npt.NDArray[np.integer[Any]] = (
+        np.concatenate(checkpoints) if checkpoints else np.zeros(0, dtype=narrow)
+    )
+    # documents are contiguous in the normalised stream; this also places empty documents
+    # (never visited above) so that the starts stay sorted for searchsorted
+    norm_starts = np.cumsum(norm_lengths) - norm_lengths
+    return NormalisedView(builder.finish(), norm_starts, norm_lengths, ckpt_base, ckpts)

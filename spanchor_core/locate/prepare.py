@@ -1,0 +1,99 @@
+"""The first stage: what can be decided without searching — explicit spans, empty text, offsets.
+
+An explicit span (no text) is checked against the document's bounds (``SPAN`` or
+``INVALID``); offsets given with text are trusted only when the canonical text at them is the
+text (``VERIFIED``). Everything else becomes a :class:`~spanchor_core.locate.resolve.Pending`
+for the search stages.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+from spanchor_core.corpus import canonicalize
+from spanchor_core.errors import InputError
+from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
+from spanchor_core.locate.resolve import Pending, unmapped
+from spanchor_core.spans import DocSpan
+
+__all__ = ["prepare"]
+
+
+def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Location | Pending:
+    """The final location of ``request`` when no search is needed, else its search state.
+
+    A request of the wrong shape (not a :class:`LocateRequest`, text that is not a string,
+    offsets that are not whole numbers) is an :class:`~spanchor_core.errors.InputError`.
+    """
+    _check_request(slot, request)
+    if request.text is None:
+        return _explicit_span(documents, request)
+    text = canonicalize(request.text)
+    hint_start, hint_end = request.start, request.end
+    named = request.document_id
+    doc = documents.number.get(named) if named is not None else None
+    job = Pending(slot, text, doc, named, hint_start, hint_end)
+    if not text.strip():
+        return unmapped(job, "empty or whitespace-only text")
+    if named is not None and doc is None:
+        job.notes.append(f"document {named!r} is not in the corpus")
+    if doc is not None and hint_start is not None:
+        verified = _verify_hint(documents, job, doc, hint_start, hint_end)
+        if verified is not None:
+            return verified
+    return job
+
+
+def _check_request(slot: int, request: object) -> None:
+    if not isinstance(request, LocateRequest):
+        raise InputError(
+            f"request {slot} is a {type(request).__name__}, not a LocateRequest",
+            hint="wrap each result as LocateRequest(text, document_id, start, end)",
+        )
+    if request.text is not None and not isinstance(request.text, str):
+        kind = type(request.text).__name__
+        raise InputError(f"request {slot}: text must be a string, got {kind}")
+    if request.document_id is not None and not isinstance(request.document_id, str):
+        raise InputError(f"request {slot}: document_id must be a string")
+    for name, value in (("start", request.start), ("end", request.end)):
+        if value is not None and not isinstance(value, Integral):
+            raise InputError(f"request {slot}: {name} must be a whole number, got {value!r}")
+
+
+def _verify_hint(
+    documents: CorpusTexts, job: Pending, doc: int, start: int, end: int | None
+) -> Location | None:
+    source = documents.texts[doc]
+    stop = start + len(job.text)
+    if start < 0 or (end is not None and end != stop) or stop > len(source):
+        return None
+    if not source.startswith(job.text, start):
+        return None
+    span = DocSpan(documents.ids[doc], start, stop)
+    return Location(MatchStatus.VERIFIED, span.document_id, start, stop, 1.0, (span,))
+
+
+def _explicit_span(documents: CorpusTexts, request: LocateRequest) -> Location:
+    doc_id, start, end = request.document_id, request.start, request.end
+
+    def invalid(reason: str) -> Location:
+        return Location(MatchStatus.INVALID, doc_id, start, end, 0.0, reason=reason)
+
+    if doc_id is None:
+        return invalid("no text and no document id: nothing to locate")
+    if doc_id not in documents.number:
+        return invalid(f"unknown document {doc_id!r}")
+    if start is None or end is None:
+        return invalid("an explicit span needs both start and end")
+    if start < 0 or end < 0:
+        return invalid(f"negative offset in [{start}, {end})")
+    if start > end:
+        return invalid(f"inverted span [{start}, {end})")
+    if start == end:
+        return invalid(f"empty span [{start}, {end})")
+    length = len(documents.texts[documents.number[doc_id]])
+    if end > length:
+        return invalid(f"span [{start}, {end}) ends past the document's {length} characters")
+    span = DocSpan(doc_id, start, end)
+    return Location(MatchStatus.SPAN, doc_id, start, end, 1.0, (span,))

@@ -1,0 +1,101 @@
+"""Turning the occurrences a stage found into one :class:`Location`: the tie-breaking rules.
+
+:class:`Pending` is a request still being searched for. :func:`choose` applies the rule of the
+package docstring (named document, then nearest offset hint, then lowest ``(document, start)``)
+and says whether the offset hint was rejected; :func:`unmapped` is the verdict when nothing
+was found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.documents import Occurrence
+from spanchor_core.locate.model import Location, MatchStatus
+from spanchor_core.spans import DocSpan
+
+__all__ = ["Pending", "choose", "unmapped"]
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request still being searched for (internal working state)."""
+
+    slot: int
+    text: str
+    doc: int | None  # number of the named document, when it is in the corpus
+    named: str | None  # the document id as given
+    hint_start: int | None
+    hint_end: int | None
+    norm: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def choose(
+    ctx: SearchContext,
+    job: Pending,
+    found: list[Occurrence],
+    single: MatchStatus,
+    confidence: float,
+    what: str,
+) -> Location:
+    """Turn the sorted occurrences ``(doc, start, end)`` of one text into a Location."""
+    notes = list(job.notes)
+    scope = found
+    rule: str | None = None
+    if job.doc is not None:
+        inside = [f for f in found if f[0] == job.doc]
+        if inside:
+            scope = inside
+            if len(found) > 1 and len(inside) == 1:
+                rule = "document_id"
+        else:
+            notes.append(f"not found in the named document {job.named!r}")
+    if len(scope) == 1:
+        chosen = scope[0]
+    elif job.hint_start is not None:
+        hint = job.hint_start
+        chosen = min(scope, key=lambda f: (abs(f[1] - hint), f[0], f[1]))
+        rule = "nearest_hint"
+    else:
+        chosen = scope[0]
+        rule = "first"
+    status = single
+    if len(found) > 1:
+        status = MatchStatus.AMBIGUOUS
+        notes.append(f"{what} occurs {len(found)} times; chosen by {rule}")
+    doc, start, end = chosen
+    rejected = job.hint_start is not None and (
+        start != job.hint_start or (job.hint_end is not None and end != job.hint_end)
+    )
+    if job.hint_start is None and job.hint_end is not None:
+        rejected = end != job.hint_end
+    ids = ctx.documents.ids
+    candidates = tuple(DocSpan(ids[d], s, e) for d, s, e in found[: ctx.settings.max_candidates])
+    return Location(
+        status,
+        ids[doc],
+        start,
+        end,
+        confidence,
+        candidates,
+        rule if status is MatchStatus.AMBIGUOUS else None,
+        rejected,
+        "; ".join(notes) or None,
+    )
+
+
+def unmapped(job: Pending, reason: str) -> Location:
+    """Nothing found for ``job``: ``reason`` joins the notes gathered on the way."""
+    notes = [*job.notes, reason]
+    has_hint = job.hint_start is not None or job.hint_end is not None
+    return Location(
+        MatchStatus.UNMAPPED,
+        None,
+        None,
+        None,
+        0.0,
+        hint_rejected=has_hint,
+        reason="; ".join(notes),
+    )

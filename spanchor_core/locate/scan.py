@@ -1,0 +1,163 @@
+"""Slow paths: finding texts the index cannot find (too short, or only frequent minimizers).
+
+Many texts share one rolling-hash pass over every document (:meth:`CorpusScanner.scan_pass`),
+about 0.3 ms per MB of corpus; a few exact texts use ``str.find`` and very short normalised
+ones a whitespace-tolerant, case-blind regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import numpy as np
+
+from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts, Occurrence
+from spanchor_core.locate.hashing import KgramHasher
+from spanchor_core.locate.text import code_points, fold, non_space_mask, normalise
+
+__all__ = ["CorpusScanner"]
+
+_SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the index
+_SCAN_K_MIN: Final = 4  # shorter normalised texts use a regular-expression scan
+_SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
+
+
+class CorpusScanner:
+    """Every occurrence of given texts in a corpus, by scanning it (no index)."""
+
+    def __init__(self, documents: CorpusTexts) -> None:
+        self.documents = documents
+        self._hashers: dict[int, KgramHasher] = {}
+
+    def find_all(self, needles: list[str], *, normalised: bool) -> list[list[Occurrence]]:
+        """Every occurrence of each needle (canonical text, or normalised with ``normalised``).
+
+        Normalised texts, and many texts at once, share one rolling-hash pass over the
+        corpus (:meth:`scan_pass`); a few exact texts are cheaper with ``str.find``.
+        Texts shorter than the pass's k-gram use ``str.find`` / the regex scan.
+        """
+        found: dict[int, list[Occurrence]] = {}
+        groups = [
+            [i for i, n in enumerate(needles) if len(n) >= _SCAN_K],
+            [i for i, n in enumerate(needles) if _SCAN_K_MIN <= len(n) < _SCAN_K],
+        ]
+        for group in groups:
+            if not group or (not normalised and len(group) < _SCAN_BATCH_MIN):
+                continue
+            k = min(_SCAN_K, min(len(needles[i]) for i in group))
+            hits = self.scan_pass([needles[i] for i in group], k, normalised=normalised)
+            for i, occ in zip(group, hits, strict=True):
+                found[i] = occ
+        return [
+            found[i]
+            if i in found
+            else (self.scan_normalised(needle) if normalised else self.scan_exact(needle))
+            for i, needle in enumerate(needles)
+        ]
+
+    def scan_pass(self, needles: list[str], k: int, *, normalised: bool) -> list[list[Occurrence]]:
+        """One pass over every document finding all occurrences of all ``needles``.
+
+        Each needle (at least ``k`` characters) is looked for by the hash of its
+        first ``k`` characters; hits are filtered by the hash of its last ones and
+        then confirmed with ``str.startswith``. In the normalised view the pass runs over
+        each block's folded, whitespace-free characters and maps hits back through the
+        kept positions.
+        """
+        hasher = self._hashers.setdefault(k, KgramHasher(k))
+        longest = max(len(n) for n in needles)
+        ends = code_points("".join(n[:k] + n[-k:] for n in needles)).reshape(len(needles), 2 * k)
+        head = hasher.kgrams(ends[:, :k])[:, 0]
+        tail = hasher.kgrams(ends[:, k:])[:, 0]
+        order = np.argsort(head, kind="stable")
+        sorted_head = head[order]
+        sizes = np.array([len(n) for n in needles], dtype=np.int64)
+        # a bitmap of the heads' low bits rejects almost every position before searchsorted
+        bitmap = np.zeros(1 << 20, dtype=np.bool_)
+        low = np.uint64((1 << 20) - 1)
+        bitmap[(head & low).astype(np.int64)] = True
+        out: list[list[Occurrence]] = [[] for _ in needles]
+        for d, text in enumerate(self.documents.texts):
+            for b in range(0, len(text), BLOCK_CHARS):
+                stop = b + BLOCK_CHARS
+                reach = longest - 1
+                while True:
+                    piece = text[b : stop + reach]
+                    if not normalised:
+                        kept = None
+                        codes = code_points(piece)
+                        own = min(len(piece), BLOCK_CHARS)
+                        break
+                    folded = code_points(fold(piece))
+                    keep_pos = np.flatnonzero(non_space_mask(folded))
+                    own = int(np.searchsorted(keep_pos, BLOCK_CHARS))
+                    # enough normalised characters after this block's own starts?
+                    if len(keep_pos) - own >= longest - 1 or stop + reach >= len(text):
+                        kept = keep_pos
+                        codes = folded[keep_pos]
+                        break
+                    reach *= 2
+                if len(codes) < k or own == 0:
+                    continue
+                h = hasher.kgrams(codes)
+                starts = h[: min(own, len(h))]
+                maybe = np.flatnonzero(bitmap[(starts & low).astype(np.int64)])
+                if not len(maybe):
+                    continue
+                lo = np.searchsorted(sorted_head, starts[maybe], side="left")
+                hi = np.searchsorted(sorted_head, starts[maybe], side="right")
+                count = hi - lo
+                at = np.flatnonzero(count)
+                if not len(at):
+                    continue
+                ranked = np.repeat(at, count[at])
+                step = np.arange(len(ranked)) - np.repeat(
+                    np.cumsum(count[at]) - count[at], count[at]
+                )
+                which = order[lo[ranked] + step]
+                owner = maybe[ranked]
+                last = owner + sizes[which] - k
+                fits = last < len(h)
+                owner, which, last = owner[fits], which[fits], last[fits]
+                same = h[last] == tail[which]
+                owner, which = owner[same], which[same]
+                as_text = (
+                    codes.tobytes().decode("utf-32-le", "surrogatepass")
+                    if kept is not None
+                    else piece
+                )
+                for i, q in sorted(zip(owner.tolist(), which.tolist(), strict=True)):
+                    needle = needles[q]
+                    if not as_text.startswith(needle, i):
+                        continue
+                    if kept is None:
+                        out[q].append((d, b + i, b + i + len(needle)))
+                    else:
+                        end = int(kept[i + len(needle) - 1]) + 1
+                        out[q].append((d, b + int(kept[i]), b + end))
+        return out
+
+    def scan_exact(self, needle: str) -> list[Occurrence]:
+        """Slow path: every occurrence by ``str.find`` over each document."""
+        out: list[Occurrence] = []
+        for d, text in enumerate(self.documents.texts):
+            pos = text.find(needle)
+            while pos != -1:
+                out.append((d, pos, pos + len(needle)))
+                pos = text.find(needle, pos + 1)
+        return out
+
+    def scan_normalised(self, norm: str) -> list[Occurrence]:
+        """Slow path for short texts: a whitespace-tolerant, case-blind regex per document."""
+        if not norm:
+            return []
+        pattern = re.compile(r"\s*".join(re.escape(c) for c in norm), re.IGNORECASE)
+        out: list[Occurrence] = []
+        for d, text in enumerate(self.documents.texts):
+            m = pattern.search(text)
+            while m is not None:
+                if normalise(m.group()) == norm:
+                    out.append((d, m.start(), m.end()))
+                m = pattern.search(text, m.start() + 1)
+        return out

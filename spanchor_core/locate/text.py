@@ -1,0 +1,61 @@
+"""The whitespace- and case-insensitive view of text, one code point at a time.
+
+Folding maps each code point to exactly one code point, so folding a slice equals slicing
+the folded text; the normalised view drops whitespace on top of that. The helpers work on
+``str`` and on numpy arrays of code points, which is how the index and the scans see text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["advance_nonspace", "code_points", "fold", "non_space_mask", "normalise"]
+
+_WS_LIMIT: Final = 0x3001  # every str.isspace() code point is below this
+_WS_TABLE: Final = np.array([chr(c).isspace() for c in range(_WS_LIMIT + 1)], dtype=np.bool_)
+_WS_TABLE[_WS_LIMIT] = False
+_SPACE_OPT: Final = re.compile(r"\s*")
+_NONSPACE_RUN: Final = re.compile(r"\S+")
+
+
+def fold(text: str) -> str:
+    """Lower-case ``text`` one code point to one code point, independent of context.
+
+    ``str.lower`` changes length only for U+0130 and treats a final sigma by context;
+    both are flattened so that folding a slice equals slicing the folded text.
+    """
+    if "\u0130" in text:
+        text = text.replace("\u0130", "i")
+    return text.lower().replace("\u03c2", "\u03c3")
+
+
+def normalise(text: str) -> str:
+    """The whitespace- and case-insensitive view: folded, every whitespace removed."""
+    return "".join(fold(text).split())
+
+
+def code_points(text: str) -> npt.NDArray[np.uint32]:
+    """``text`` as an array of code points (lone surrogates kept)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def non_space_mask(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+    """True where a code point is not whitespace."""
+    return ~_WS_TABLE[np.minimum(codes, _WS_LIMIT)]
+
+
+def advance_nonspace(text: str, pos: int, n: int) -> int:
+    """Index of the non-space character ``n`` non-space characters after ``text[pos]``."""
+    while n > 0:
+        run_end = _NONSPACE_RUN.match(text, pos)
+        stop = run_end.end() if run_end else pos
+        if stop - pos > n:
+            return pos + n
+        n -= stop - pos
+        skip = _SPACE_OPT.match(text, stop)
+        pos = skip.end() if skip else stop
+    return pos

@@ -1,0 +1,87 @@
+"""Locator, fuzzy stage: altered text placed by alignment, or unmapped below the threshold."""
+
+from __future__ import annotations
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.locate import Locator, MatchStatus
+from spanchor_core.spans import DocSpan
+from tests.locate.texts import (
+    DOC_A,
+    DOC_C,
+    UNIQUE,
+    UNIQUE_AT,
+    near,
+    prose,
+)
+
+# ---------------------------------------------------------------- fuzzy
+
+
+def test_prepended_metadata_header_is_fuzzy(locator: Locator) -> None:
+    loc = locator.locate("title: Report\nfile_path: a.md\n\n" + UNIQUE)
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "a", UNIQUE_AT, UNIQUE_AT + len(UNIQUE))
+    assert 0.8 <= loc.confidence < 1.0
+
+
+def test_stripped_markdown_markup_is_fuzzy(locator: Locator) -> None:
+    end = DOC_C.index("\n\n", 20)
+    plain = DOC_C[:end].replace("# ", "").replace("**", "")
+    loc = locator.locate(plain)
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "c", 0, end)
+    assert loc.confidence < 1.0
+
+
+def test_dropped_sentence_periods_and_collapsed_whitespace_are_fuzzy(locator: Locator) -> None:
+    region = DOC_A[UNIQUE_AT : UNIQUE_AT + len(UNIQUE) + 60]
+    altered = " ".join(region.split()).replace(".", "")
+    loc = locator.locate(altered)
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "a", UNIQUE_AT, UNIQUE_AT + len(region))
+    assert loc.confidence < 1.0
+
+
+def test_single_trailing_period_dropped_is_still_exact_text(locator: Locator) -> None:
+    # The rest of the text is a substring, so it maps exactly onto what it contains.
+    assert UNIQUE.endswith(".")
+    loc = locator.locate(UNIQUE[:-1])
+    assert (loc.status, loc.span) == (
+        MatchStatus.EXACT,
+        DocSpan("a", UNIQUE_AT, UNIQUE_AT + len(UNIQUE) - 1),
+    )
+
+
+def test_trailing_period_dropped_with_header_is_fuzzy(locator: Locator) -> None:
+    loc = locator.locate("source: a\n\n" + UNIQUE[:-1])
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "a", UNIQUE_AT, UNIQUE_AT + len(UNIQUE))
+    assert loc.confidence < 1.0
+
+
+def test_long_altered_text_is_aligned_at_both_ends() -> None:
+    doc = prose(50, 6000)
+    corpus = Corpus.from_texts({"long": doc, "other": prose(51, 300)})
+    start = doc.index(" ", 1000) + 1
+    end = doc.index(".", 50_000) + 1
+    altered = "title: long\n\n" + " ".join(doc[start:end].split()).replace(". ", " ")
+    loc = Locator(corpus).locate(altered)
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "long", start, end)
+    assert 0.9 < loc.confidence < 1.0
+
+
+def test_fuzzy_below_threshold_is_unmapped_with_reason(corpus: Corpus) -> None:
+    strict = Locator(corpus, fuzzy_threshold=0.999)
+    loc = strict.locate("title: Report\n\n" + UNIQUE)
+    assert loc.status is MatchStatus.UNMAPPED
+    assert loc.reason is not None
+    assert "below the threshold" in loc.reason
+
+
+def test_short_altered_text_uses_the_fuzzy_scan(locator: Locator) -> None:
+    text = "xq " + UNIQUE[5:45]
+    assert len(text) < locator.min_indexed_length
+    loc = locator.locate(text)
+    assert loc.status is MatchStatus.FUZZY
+    assert near(loc, "a", UNIQUE_AT + 5, UNIQUE_AT + 45, slack=4)
