@@ -242,3 +242,28 @@ def test_gate_writes_every_report(capsys: pytest.CaptureFixture[str], tmp_path: 
     for qid in regressed:
         assert qid in html
         assert qid in markdown
+
+
+@pytest.mark.parametrize(
+    ("args", "debug"),
+    [
+        (["--debug", "info", DOCS], True),
+        (["--help", "--debug"], True),
+        (["info", DOCS], False),
+        (["info", "--debug"], False),  # not a root option there: click says so
+        (["locate", "--debug", DOCS], False),
+        ([], False),
+    ],
+)
+def test_debug_is_read_from_the_root_options(args: list[str], debug: bool) -> None:
+    from spanchor_core.cli.errors import wants_debug
+
+    assert wants_debug(args) is debug
+
+
+def test_no_global_state_between_calls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope")
+    with pytest.raises(Exception, match="does not exist"):
+        main(["--debug", "info", missing])
+    assert main(["info", missing]) == 2  # the earlier --debug does not stick
+    assert "spanchor: error:" in capsys.readouterr().err

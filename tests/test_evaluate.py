@@ -355,9 +355,9 @@ def _write(tmp_path: Path, data: Any, name: str = "e.json") -> Path:
     return path
 
 
-def test_reads_spanchor_0x_evaluation(tmp_path: Path) -> None:
-    # the shape spanchor 0.x's write_run produced (schema 0.2.0)
-    old = {
+def _spanchor_0x_evaluation() -> dict[str, Any]:
+    """The shape spanchor 0.x's write_run produced (schema 0.2.0)."""
+    return {
         "timestamp": "2024-01-15T10:00:00+00:00",
         "queries": [
             {
@@ -378,6 +378,10 @@ def test_reads_spanchor_0x_evaluation(tmp_path: Path) -> None:
         "corpus_hash": "sha256:abc",
         "gold_set_hash": "sha256:def",
     }
+
+
+def test_reads_spanchor_0x_evaluation(tmp_path: Path) -> None:
+    old = _spanchor_0x_evaluation()
     result = read_evaluation(_write(tmp_path, old))
     assert result["q1"]["hit@5"] == 1.0
     assert result.mean("recall@5") == 0.75
@@ -390,6 +394,44 @@ def test_reads_spanchor_0x_evaluation(tmp_path: Path) -> None:
     assert result.mapping.counts["exact"] == 7
     assert result.mapping.unmapped_rate == 1 / 8
     assert result.warnings  # says the 0.x numbers compared offsets across documents
+
+
+def test_rewriting_a_0x_evaluation_keeps_its_source_format(tmp_path: Path) -> None:
+    # Regression: the rewritten file forgot it came from 0.x, so reports then claimed that
+    # "no gold characters" were lost where 0.x had kept no result spans to look at.
+    old = read_evaluation(_write(tmp_path, _spanchor_0x_evaluation()))
+    write_evaluation(old, tmp_path / "rewritten.json")
+    again = read_evaluation(tmp_path / "rewritten.json")
+    assert again.settings.source_format == "spanchor-0.x/0.2.0"
+    assert not again.has_result_spans
+    assert again.metric("recall@5") == old.metric("recall@5")
+    write_evaluation(again, tmp_path / "twice.json")
+    assert (tmp_path / "twice.json").read_bytes() == (tmp_path / "rewritten.json").read_bytes()
+
+
+def test_rewritten_0x_evaluation_reports_no_lost_evidence_claim(tmp_path: Path) -> None:
+    from spanchor_core.compare import compare
+    from spanchor_core.reports import comparison_markdown
+
+    worse = _spanchor_0x_evaluation()
+    worse["per_query_metrics"]["q1"]["recall@5"] = 0.0
+    sides = []
+    for name, data in (("baseline", _spanchor_0x_evaluation()), ("candidate", worse)):
+        write_evaluation(read_evaluation(_write(tmp_path, data)), tmp_path / f"{name}.json")
+        sides.append(read_evaluation(tmp_path / f"{name}.json"))
+    baseline, candidate = sides
+    text = comparison_markdown(compare(baseline, candidate), baseline=baseline, candidate=candidate)
+    assert "no gold characters lost" not in text
+    assert "keeps no result spans" in text
+
+
+def test_evaluation_of_this_format_reads_back_as_this_format(
+    evaluation: Evaluation, tmp_path: Path
+) -> None:
+    write_evaluation(evaluation, tmp_path / "e.json")
+    again = read_evaluation(tmp_path / "e.json")
+    assert again.settings.source_format == f"{EVALUATION_KIND}/1"
+    assert again.has_result_spans
 
 
 def test_reads_spanchor_0x_json_report(tmp_path: Path) -> None:

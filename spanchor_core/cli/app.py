@@ -1,0 +1,76 @@
+"""The ``spanchor`` command: the typer app that gathers every command, and :func:`main`.
+
+Each command parses its arguments, calls one library function and renders the result
+(:mod:`spanchor_core.render.terminal`); :mod:`spanchor_core.cli.errors` turns what escapes it
+into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from spanchor_core._version import __version__
+from spanchor_core.cli import authoring, corpus, evaluation
+from spanchor_core.cli.errors import error_exit_code, exit_status, wants_debug
+from spanchor_core.cli.importers import import_app
+from spanchor_core.exit_codes import ExitCode
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="spanchor",
+    help="Regression-test RAG retrieval against source-document anchors.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"spanchor {__version__}")
+        raise typer.Exit(ExitCode.PASS)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """``--debug`` is read by :func:`main` from the arguments, before anything runs."""
+
+
+app.command()(corpus.info)
+app.command()(corpus.validate)
+app.command()(evaluation.evaluate)
+app.command("compare")(evaluation.compare_command)
+app.command()(evaluation.gate)
+app.command()(authoring.locate)
+app.add_typer(authoring.anchor_app, name="anchor")
+app.command("check-corpus")(authoring.check_corpus_command)
+app.add_typer(authoring.gold_app, name="gold")
+app.add_typer(import_app, name="import")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app and turn spanchor errors into one line and an exit code.
+
+    Usage errors are click's own (exit 2 with the usage line); input errors raised by the
+    library are printed as ``spanchor: error: path:line: message`` and also exit 2.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    debug = wants_debug(args)
+    try:
+        app(args=args, standalone_mode=True)
+    except SystemExit as done:
+        return exit_status(done)
+    except Exception as err:
+        if debug:
+            raise
+        return error_exit_code(err)
+    return ExitCode.PASS

@@ -1,0 +1,266 @@
+"""Commands for authoring gold sets: ``locate``, ``anchor add``, ``check-corpus`` and
+``gold extract / review / promote``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spanchor_core.authoring import (
+    add_anchor,
+    check_corpus,
+    fix_gold,
+    locate_text,
+    promote_candidates,
+    propose_candidates,
+    review_candidate,
+    write_candidates,
+)
+from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
+from spanchor_core.exit_codes import ExitCode
+from spanchor_core.gold import read_gold, write_gold
+from spanchor_core.render.terminal import one_line
+
+__all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate"]
+
+
+def locate(
+    text: Annotated[str, typer.Argument(help="The text to find (canonicalised like the corpus).")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    document: Annotated[
+        str | None, typer.Option("--doc", help="Only look in this document id.")
+    ] = None,
+    context: Annotated[int, typer.Option(help="Characters of context either side.")] = 80,
+    glob: GlobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the occurrences as JSON.")] = False,
+) -> None:
+    """Every occurrence of TEXT in the documents, with offsets and the anchor hash.
+
+    Exits 1 when the text occurs nowhere (like grep). Example:
+    spanchor locate "two-year warranty" docs/
+    """
+    found = locate_text(load_docs(docs, glob), text, context=context, document_id=document)
+    if as_json:
+        rows = [
+            {
+                "document_id": o.document_id,
+                "start": o.start,
+                "end": o.end,
+                "hash": o.sha256,
+                "text": o.text,
+                "whitespace_insensitive": o.whitespace_insensitive,
+            }
+            for o in found
+        ]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        console = out_console()
+        for index, occ in enumerate(found, start=1):
+            counter = f"[{index}/{len(found)}] " if len(found) > 1 else ""
+            note = " (whitespace-insensitive)" if occ.whitespace_insensitive else ""
+            console.print(
+                f"{counter}{occ.document_id} [{occ.start}, {occ.end}) sha256 {occ.sha256}{note}",
+                markup=False,
+            )
+            console.print(
+                f"    {one_line(occ.left)}»{one_line(occ.text)}«{one_line(occ.right)}",
+                markup=False,
+            )
+        if not found:
+            err_console().print("No matches found.")
+    if not found:
+        raise typer.Exit(1)  # like grep: not found (not a verdict of the gate)
+
+
+anchor_app = typer.Typer(help="Author anchors in a gold set.", no_args_is_help=True)
+
+
+@anchor_app.command("add")
+def anchor_add(
+    query_id: Annotated[str, typer.Argument(help="Query id (new, or existing to add evidence).")],
+    question: Annotated[str, typer.Argument(help="The question (must match an existing one).")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    text: Annotated[str, typer.Argument(help="The evidence text, exactly as in the document.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to append to.")] = Path(
+        "gold.jsonl"
+    ),
+    occurrence: Annotated[
+        int | None,
+        typer.Option(help="Which occurrence (1-based, document id then offset order)."),
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", help="Only look in this document id.")
+    ] = None,
+    glob: GlobOption = None,
+) -> None:
+    """Append a validated anchor to a gold file (atomically), for a new or an existing query.
+
+    Example: spanchor anchor add q9 "How long is the warranty?" docs/ "two-year warranty"
+    """
+    query = add_anchor(
+        gold,
+        load_docs(docs, glob),
+        query_id=query_id,
+        question=question,
+        text=text,
+        document_id=document,
+        occurrence=occurrence,
+    )
+    new = query.anchors[-1]
+    out_console().print(
+        f"{query.query_id}: anchor {new.document_id} [{new.start}, {new.end}) sha256 "
+        f"{new.hash} -> {gold} ({len(query.anchors)} anchor(s))",
+        markup=False,
+    )
+
+
+def check_corpus_command(
+    docs: Annotated[Path, typer.Argument(help="Directory of (changed) source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set written against an older version.")],
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Rewrite anchors whose text moved (atomically).")
+    ] = False,
+    previous: Annotated[
+        Path | None, typer.Option(help="The documents as they were, if you still have them.")
+    ] = None,
+    search: Annotated[
+        str, typer.Option(help="Where to look for moved text: corpus, document or none.")
+    ] = "corpus",
+    glob: GlobOption = None,
+) -> None:
+    """Which anchors a changed corpus broke, and where their text moved (exit 2 if broken).
+
+    With --fix, moved anchors are rewritten and the exit code is 0 when nothing is left
+    broken. Example: spanchor check-corpus docs/ gold.jsonl --fix
+    """
+    if search not in ("corpus", "document", "none"):
+        raise typer.BadParameter("--search must be corpus, document or none")
+    corpus = load_docs(docs, glob)
+    gold_set = read_gold(gold)
+    old = load_docs(previous, glob) if previous is not None else None
+    check = check_corpus(gold_set, corpus, previous=old, search=search)  # type: ignore[arg-type]
+    console = out_console()
+    if check.healthy:
+        console.print(
+            f"Corpus healthy: {check.queries} queries, {check.anchors} anchors all match.",
+            markup=False,
+        )
+        return
+    for item in check.broken:
+        where = f"{gold}:{item.line}: " if item.line is not None else f"{gold}: "
+        target = ""
+        if item.moved_to is not None:
+            span = item.moved_to
+            target = f" -> moved to {span.document_id} [{span.start}, {span.end})"
+        console.print(
+            f"{where}{item.query_id}: {item.message} [{item.fate.value}]{target}", markup=False
+        )
+    for problem in check.problems:
+        if problem.anchor is None:  # query-level problems; anchor ones are listed above
+            console.print(
+                f"{gold}:{problem.line}: {problem.query_id}: {problem.message}", markup=False
+            )
+    console.print(
+        f"{len(check.broken)} broken anchor(s): {len(check.moved)} moved, "
+        f"{len(check.unresolved)} not recoverable",
+        markup=False,
+    )
+    if fix and check.moved:
+        write_gold(fix_gold(gold_set, check), gold)
+        console.print(f"rewrote {len(check.moved)} anchor(s) in {gold}", markup=False)
+    if not fix or check.unresolved:
+        raise typer.Exit(ExitCode.BAD_INPUT)
+
+
+gold_app = typer.Typer(
+    help="Propose, review and promote candidate evidence into a gold set.", no_args_is_help=True
+)
+
+
+@gold_app.command("extract")
+def gold_extract(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Candidates file to write.")],
+    min_chars: Annotated[int, typer.Option(help="Shortest candidate.")] = 40,
+    max_chars: Annotated[int, typer.Option(help="Longest candidate.")] = 400,
+    glob: GlobOption = None,
+) -> None:
+    """Propose candidate evidence spans (sentences) from the documents, in linear time.
+
+    Example: spanchor gold extract docs/ -o candidates.jsonl
+    """
+    corpus = load_docs(docs, glob)
+    candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
+    write_candidates(
+        candidates,
+        output,
+        corpus_fingerprint=corpus.fingerprint,
+        parameters={"min_chars": min_chars, "max_chars": max_chars},
+    )
+    out_console().print(f"wrote {len(candidates)} candidates to {output}", markup=False)
+
+
+@gold_app.command("review")
+def gold_review(
+    candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
+    candidate: Annotated[str, typer.Option("-c", "--candidate", help="Candidate id.")],
+    question: Annotated[str | None, typer.Option("-q", "--question")] = None,
+    approve: Annotated[bool, typer.Option("-a", "--approve")] = False,
+    reject: Annotated[bool, typer.Option("-r", "--reject")] = False,
+    reason: Annotated[str | None, typer.Option("--rejection-reason", "--reason")] = None,
+    edited_text: Annotated[str | None, typer.Option("--edited-text")] = None,
+    source_start: Annotated[int | None, typer.Option("-s", "--source-start")] = None,
+    source_end: Annotated[int | None, typer.Option("-e", "--source-end")] = None,
+    docs: Annotated[Path | None, typer.Option(help="Documents, for edits beyond the text.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+) -> None:
+    """Approve, reject or edit one candidate; the decision is saved in the candidates file.
+
+    Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
+    """
+    result = review_candidate(
+        candidates,
+        candidate,
+        approve=approve,
+        reject=reject,
+        question=question,
+        reason=reason,
+        edited_text=edited_text,
+        start=source_start,
+        end=source_end,
+        corpus=None if docs is None else load_docs(docs, None),
+        output=output,
+    )
+    out_console().print(
+        f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})",
+        markup=False,
+    )
+
+
+@gold_app.command("promote")
+def gold_promote(
+    candidates: Annotated[Path, typer.Argument(help="Reviewed candidates file.")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to add to.")] = Path("gold.jsonl"),
+    prefix: Annotated[str, typer.Option(help="Prefix of new query ids.")] = "q",
+    glob: GlobOption = None,
+) -> None:
+    """Add every approved candidate to the gold set, re-checking its hash (idempotent).
+
+    Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
+    """
+    report = promote_candidates(candidates, load_docs(docs, glob), gold, query_id_prefix=prefix)
+    console = out_console()
+    for cand, why in report.stale:
+        console.print(f"stale: {cand.candidate_id}: {why}", markup=False)
+    console.print(
+        f"promoted {len(report.added)}, already in gold {len(report.already)}, "
+        f"stale {len(report.stale)}, approved without question {len(report.missing_question)}, "
+        f"pending {report.pending}, rejected {report.rejected}",
+        markup=False,
+    )
+    if report.stale or report.missing_question:
+        raise typer.Exit(ExitCode.BAD_INPUT)

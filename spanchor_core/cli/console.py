@@ -1,0 +1,107 @@
+"""What every command shares: the consoles it prints to, progress bars, and the options and
+argument parsers used by several commands (``--glob``, ``--k``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
+from spanchor_core.evaluate import ProgressCallback
+from spanchor_core.metrics import DEFAULT_K
+
+__all__ = [
+    "DEFAULT_K_TEXT",
+    "GlobOption",
+    "err_console",
+    "globs",
+    "load_docs",
+    "out_console",
+    "parse_k",
+    "progress_bars",
+]
+
+DEFAULT_K_TEXT = ",".join(map(str, DEFAULT_K))
+"""The default of ``--k``, as it is typed."""
+
+GlobOption = Annotated[
+    list[str] | None,
+    typer.Option("--glob", help="File pattern under DOCS (repeatable). Default: *.txt and *.md."),
+]
+
+
+def out_console() -> Console:
+    """Standard output, printed as it is (no highlighting, no emoji codes, no hard wraps)."""
+    return Console(highlight=False, soft_wrap=True, emoji=False)
+
+
+def err_console() -> Console:
+    """Standard error, like :func:`out_console`."""
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def globs(glob: list[str] | None) -> tuple[str, ...]:
+    """The ``--glob`` patterns given, or the default ones."""
+    return tuple(glob) if glob else DEFAULT_GLOBS
+
+
+def load_docs(docs: Path, glob: list[str] | None) -> Corpus:
+    """The corpus under ``docs``, read with the ``--glob`` patterns."""
+    return load_corpus(docs, globs=globs(glob))
+
+
+def parse_k(value: str) -> tuple[int, ...]:
+    """``--k``: one K or a comma-separated list, sorted and without repeats."""
+    try:
+        ks = tuple(int(part) for part in value.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a K or a comma-separated list of K") from None
+    if not ks or any(k < 1 for k in ks):
+        raise typer.BadParameter("K values must be positive integers, e.g. --k 5 or --k 1,3,5,10")
+    return tuple(sorted(set(ks)))
+
+
+@contextmanager
+def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | None]]:
+    """Progress bars on stderr for long evaluations; nothing unless stderr is a terminal.
+
+    Yields ``for_side(label)``, which gives the progress callback for scoring one run.
+    """
+    err = err_console()
+    if quiet or not err.is_terminal:
+        yield lambda label: None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bars:
+
+        def for_side(label: str) -> ProgressCallback:
+            tasks: dict[str, TaskID] = {}
+
+            def update(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    verb = "mapping results" if phase == "map" else "scoring queries"
+                    tasks[phase] = bars.add_task(f"{label}: {verb}", total=total or None)
+                bars.update(tasks[phase], completed=done, total=total or None)
+
+            return update
+
+        yield for_side

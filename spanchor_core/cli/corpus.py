@@ -1,0 +1,87 @@
+"""Commands about the documents and the gold set as they are: ``info`` and ``validate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
+from spanchor_core.exit_codes import ExitCode
+from spanchor_core.gold import read_gold, validate_gold
+
+__all__ = ["info", "validate"]
+
+
+def info(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    glob: GlobOption = None,
+) -> None:
+    """Load a corpus and print its documents, size and fingerprint.
+
+    Example: spanchor info examples/quickstart/docs
+    """
+    corpus = load_docs(docs, glob)
+    console = out_console()
+    for document_id, doc in corpus.items():
+        console.print(f"{document_id}\t{len(doc.text)} chars\t{doc.sha256[:12]}", markup=False)
+    console.print(
+        f"{len(corpus)} documents, {corpus.total_chars} characters, "
+        f"fingerprint {corpus.fingerprint}"
+    )
+
+
+def validate(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
+    glob: GlobOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+) -> None:
+    """Check every anchor of a gold set against the documents; list every problem (exit 2).
+
+    Example: spanchor validate docs/ gold.jsonl
+    """
+    corpus = load_docs(docs, glob)
+    gold_set = read_gold(gold)
+    problems = validate_gold(gold_set, corpus)
+    anchors = sum(len(query.anchors) for query in gold_set.entries)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "documents": len(corpus),
+                    "queries": len(gold_set.entries),
+                    "anchors": anchors,
+                    "problems": [
+                        {
+                            "line": p.line,
+                            "query_id": p.query_id,
+                            "anchor": p.anchor,
+                            "code": p.code,
+                            "message": p.message,
+                        }
+                        for p in problems
+                    ],
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    else:
+        err = err_console()
+        for problem in problems:
+            where = f"{gold}:{problem.line}: " if problem.line is not None else f"{gold}: "
+            err.print(
+                f"{where}{problem.query_id}: {problem.message} [{problem.code}]", markup=False
+            )
+        if problems:
+            err.print(f"{len(problems)} problem(s) in {gold}", markup=False)
+        else:
+            out_console().print(
+                f"Validated {len(corpus)} document(s), {len(gold_set.entries)} quer"
+                f"{'y' if len(gold_set.entries) == 1 else 'ies'}, {anchors} anchor(s)"
+            )
+    if problems:
+        raise typer.Exit(ExitCode.BAD_INPUT)

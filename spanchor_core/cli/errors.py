@@ -1,0 +1,49 @@
+"""How the ``spanchor`` command ends: errors become one line on stderr and an exit code.
+
+Errors the user can fix (:class:`~spanchor_core.errors.SpanchorError`) and bugs of ours both
+exit :attr:`~spanchor_core.exit_codes.ExitCode.BAD_INPUT` (a bug must never pass for a pass);
+``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from spanchor_core.errors import SpanchorError
+from spanchor_core.exit_codes import ExitCode
+
+__all__ = ["error_exit_code", "exit_status", "wants_debug"]
+
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
+
+
+def wants_debug(args: Sequence[str]) -> bool:
+    """Whether ``--debug`` is among the root options (those before the command name)."""
+    for arg in args:
+        if arg not in _ROOT_FLAGS:
+            return False
+        if arg == "--debug":
+            return True
+    return False
+
+
+def exit_status(done: SystemExit) -> int:
+    """The exit code of a ``SystemExit`` raised by click (a message means a usage error)."""
+    code = done.code
+    if isinstance(code, int):
+        return code
+    return ExitCode.PASS if code is None else ExitCode.BAD_INPUT
+
+
+def error_exit_code(err: Exception) -> ExitCode:
+    """Print ``err`` as one line on stderr and return the exit code it stands for."""
+    if isinstance(err, SpanchorError):
+        print(f"spanchor: error: {err}", file=sys.stderr)
+    else:  # a bug of ours: still one line, and never mistaken for a pass
+        print(
+            f"spanchor: internal error: {type(err).__name__}: {err} "
+            "(run again with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+    return ExitCode.BAD_INPUT

@@ -1,0 +1,314 @@
+"""The evaluation commands: ``evaluate`` (score one run), ``compare`` (two sides) and ``gate``
+(the CI step, configured in ``[tool.spanchor]``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from spanchor_core.cli.console import (
+    DEFAULT_K_TEXT,
+    GlobOption,
+    err_console,
+    globs,
+    out_console,
+    parse_k,
+    progress_bars,
+)
+from spanchor_core.compare import Comparison, write_comparison
+from spanchor_core.evaluate import write_evaluation
+from spanchor_core.html_report import comparison_html, write_html
+from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
+from spanchor_core.pipeline import (
+    GateOutcome,
+    GoldHashPolicy,
+    policy_with_drops,
+    run_evaluation,
+    run_gate,
+)
+from spanchor_core.policy import load_policy
+from spanchor_core.render.terminal import (
+    comparison_findings,
+    comparison_tables,
+    comparison_verdict,
+    coverage_line,
+    evaluation_table,
+    mapping_line,
+)
+from spanchor_core.reports import (
+    comparison_junit,
+    comparison_markdown,
+    evaluation_markdown,
+    write_report,
+)
+from spanchor_core.settings import GateConfig, gate_config_from_pyproject
+
+__all__ = ["compare_command", "evaluate", "gate"]
+
+
+def evaluate(
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
+    run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
+    k: Annotated[
+        str, typer.Option("--k", help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.")
+    ] = DEFAULT_K_TEXT,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the evaluation JSON here.")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("-r", "--report", help="Write a Markdown report here.")
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Leave questions and evidence text out of reports.")
+    ] = False,
+    min_overlap: Annotated[
+        float,
+        typer.Option(help="Fraction of an anchor that must be covered for hit / full evidence."),
+    ] = DEFAULT_MIN_OVERLAP,
+    max_unmapped_rate: Annotated[
+        float,
+        typer.Option(help="Exit 3 when more than this fraction of results cannot be mapped."),
+    ] = 0.1,
+    glob: GlobOption = None,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(help="Score a run recorded against another corpus or gold-set version."),
+    ] = False,
+    gold_set_hash: Annotated[
+        str | None,
+        typer.Option(
+            help="Expected gold-set hash (ours, or spanchor 0.x's 'sha256:...' form).",
+        ),
+    ] = None,
+    corpus_mismatch_policy: Annotated[
+        GoldHashPolicy,
+        typer.Option(help="When --gold-set-hash does not match: warn, fail (exit 2) or ignore."),
+    ] = GoldHashPolicy.WARN,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
+) -> None:
+    """Map a run's results onto the documents and score every gold query.
+
+    Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
+    """
+    with progress_bars(quiet) as progress:
+        outcome = run_evaluation(
+            docs,
+            gold,
+            run,
+            k=parse_k(k),
+            min_overlap=min_overlap,
+            globs=globs(glob),
+            max_unmapped_rate=max_unmapped_rate,
+            allow_mismatch=allow_mismatch,
+            expected_gold_hash=gold_set_hash,
+            gold_hash_policy=corpus_mismatch_policy,
+            progress=progress(run.name),
+        )
+    evaluation = outcome.evaluation
+    err = err_console()
+    for warning in outcome.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    if output is not None:
+        write_evaluation(evaluation, output)
+    if report is not None:
+        write_report(evaluation_markdown(evaluation, outcome.gold, redact=redact), report)
+    if not quiet:
+        console = out_console()
+        console.print(evaluation_table(evaluation))
+        console.print(mapping_line(evaluation), markup=False)
+        console.print(coverage_line(evaluation), markup=False)
+        if output is not None:
+            console.print(f"wrote {output}", markup=False)
+    for warning in evaluation.warnings:
+        err.print(f"warning: {escape(warning)}")
+    if outcome.unmapped_exceeded:
+        err.print(
+            f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "
+            f"{max_unmapped_rate:.1%}: check that the run was made from these documents"
+        )
+    raise typer.Exit(outcome.exit_code)
+
+
+def _print_comparison(comparison: Comparison, quiet: bool) -> None:
+    console = out_console()
+    if not quiet:
+        for table in comparison_tables(comparison):
+            console.print(table)
+    for line in comparison_findings(comparison):
+        console.print(line)
+    console.print(comparison_verdict(comparison))
+
+
+def _write_outputs(
+    outcome: GateOutcome,
+    *,
+    json_path: Path | None,
+    report: Path | None,
+    junit: Path | None,
+    html: Path | None,
+    redact: bool,
+) -> None:
+    if json_path is not None:
+        write_comparison(outcome.comparison, json_path)
+    if report is not None:
+        text = comparison_markdown(
+            outcome.comparison,
+            baseline=outcome.baseline,
+            candidate=outcome.candidate,
+            gold=outcome.gold,
+            corpus=outcome.corpus,
+            redact=redact,
+        )
+        write_report(text, report)
+    if junit is not None:
+        write_report(comparison_junit(outcome.comparison, redact=redact), junit)
+    if html is not None:
+        page = comparison_html(
+            outcome.comparison,
+            baseline=outcome.baseline,
+            candidate=outcome.candidate,
+            gold=outcome.gold,
+            corpus=outcome.corpus,
+            redact=redact,
+        )
+        write_html(page, html)
+
+
+def compare_command(
+    baseline: Annotated[Path, typer.Argument(help="Baseline evaluation or run file.")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate evaluation or run file.")],
+    policy: Annotated[
+        Path | None, typer.Option("--policy", help="Policy file: JSON, TOML or pyproject.toml.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the comparison JSON here.")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("-r", "--report", help="Write a Markdown report here.")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML (one test case per query).")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write a self-contained HTML report with plots."),
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Leave questions and evidence text out of reports.")
+    ] = False,
+    max_recall_drop: Annotated[
+        float | None, typer.Option(help="Largest allowed per-query drop of recall@5.")
+    ] = None,
+    max_precision_drop: Annotated[
+        float | None, typer.Option(help="Largest allowed per-query drop of precision@5.")
+    ] = None,
+    docs: Annotated[
+        Path | None, typer.Option(help="Documents, when BASELINE/CANDIDATE are run files.")
+    ] = None,
+    gold: Annotated[
+        Path | None, typer.Option(help="Gold set, when BASELINE/CANDIDATE are run files.")
+    ] = None,
+    k: Annotated[
+        str, typer.Option("--k", help="Cutoffs used when evaluating run files.")
+    ] = DEFAULT_K_TEXT,
+    seed: Annotated[
+        int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
+    ] = None,
+    glob: GlobOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+) -> None:
+    """Compare a candidate with a baseline; exit 1 on any regression.
+
+    Example: spanchor compare base.json cand.json --policy policy.json -o comparison.json
+    """
+    config = GateConfig(
+        docs=docs,
+        gold=gold,
+        baseline=baseline,
+        candidate=candidate,
+        k=parse_k(k),
+        globs=globs(glob),
+        seed=seed,
+    )
+    # spanchor 0.x's flags gate recall@5 and precision@5, and win over the policy file
+    chosen = policy_with_drops(
+        load_policy(policy) if policy is not None else None,
+        {"recall@5": max_recall_drop, "precision@5": max_precision_drop},
+    )
+    with progress_bars(quiet) as progress:
+        outcome = run_gate(config, policy=chosen, progress=progress)
+    _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
+    _print_comparison(outcome.comparison, quiet)
+    raise typer.Exit(outcome.exit_code)
+
+
+def gate(
+    config_file: Annotated[
+        Path, typer.Option("--config", help="pyproject.toml holding \\[tool.spanchor].")
+    ] = Path("pyproject.toml"),
+    docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
+    gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
+    candidate: Annotated[Path | None, typer.Option(help="Candidate run or evaluation.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Policy file.")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="Cutoffs, e.g. 1,3,5,10.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", "--json", help="Comparison JSON.")
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("-r", "--report", help="Markdown report (e.g. $GITHUB_STEP_SUMMARY)."),
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="JUnit XML report.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="HTML report with plots.")] = None,
+    redact: Annotated[
+        bool | None,
+        typer.Option("--redact/--no-redact", help="Leave questions and evidence out of reports."),
+    ] = None,
+    max_unmapped_rate: Annotated[
+        float | None, typer.Option(help="Exit 3 when the candidate maps worse than this.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+) -> None:
+    """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 3).
+
+    Every option can live in \\[tool.spanchor] of pyproject.toml, so that `spanchor gate`
+    alone is the CI step. Example:
+
+    spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
+    --candidate runs/cand.jsonl
+    """
+    config = gate_config_from_pyproject(
+        config_file,
+        docs=docs,
+        gold=gold,
+        baseline=baseline,
+        candidate=candidate,
+        policy=policy,
+        k=None if k is None else parse_k(k),
+        json=output,
+        report=report,
+        junit=junit,
+        html=html,
+        redact=redact,
+        max_unmapped_rate=max_unmapped_rate,
+    )
+    with progress_bars(quiet) as progress:
+        outcome = run_gate(config, policy_base=config_file, progress=progress)
+    _write_outputs(
+        outcome,
+        json_path=config.json_output,
+        report=config.report,
+        junit=config.junit,
+        html=config.html,
+        redact=config.redact,
+    )
+    _print_comparison(outcome.comparison, quiet)
+    if outcome.unmapped_exceeded:
+        rate = outcome.candidate.mapping.unmapped_rate
+        out_console().print(f"unmapped rate {rate:.1%} exceeds {config.max_unmapped_rate:.1%}")
+    raise typer.Exit(outcome.exit_code)

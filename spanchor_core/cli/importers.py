@@ -1,0 +1,55 @@
+"""``spanchor import``: gold sets from other formats (SQuAD, spanchor 0.x)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spanchor_core.cli.console import out_console
+from spanchor_core.gold import write_gold
+from spanchor_core.squad import import_legacy_gold, import_squad, write_squad_documents
+
+__all__ = ["import_app"]
+
+import_app = typer.Typer(help="Import gold sets from other formats.", no_args_is_help=True)
+
+
+@import_app.command("squad")
+def import_squad_command(
+    source: Annotated[Path, typer.Argument(help="SQuAD-format JSON (v1.1 or v2).")],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the documents to.")],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file to write.")] = Path("gold.jsonl"),
+    overwrite: Annotated[bool, typer.Option(help="Replace existing documents.")] = False,
+) -> None:
+    """Turn a SQuAD file into documents + a span gold set (answer offsets made canonical).
+
+    Example: spanchor import squad xquad.hi.json --out docs/ --gold gold.jsonl
+    """
+    imported = import_squad(source)
+    write_squad_documents(imported, out, overwrite=overwrite)
+    write_gold(imported.gold, gold)
+    console = out_console()
+    for problem in imported.problems:
+        console.print(f"{source}: {problem}", markup=False)
+    console.print(
+        f"{imported.paragraphs} documents, {len(imported.gold)} queries, {imported.anchors} "
+        f"anchors ({imported.shifted} with offsets translated to canonical text), "
+        f"{len(imported.problems)} problem(s)",
+        markup=False,
+    )
+
+
+@import_app.command("legacy")
+def import_legacy_command(
+    source: Annotated[Path, typer.Argument(help="spanchor 0.x gold file.")],
+    gold: Annotated[Path, typer.Option("-o", "--output", help="Gold file to write.")],
+) -> None:
+    """Rewrite a spanchor 0.x gold file in the current format (0.x files are read as is too).
+
+    Example: spanchor import legacy old-gold.jsonl -o gold.jsonl
+    """
+    converted = import_legacy_gold(source)
+    write_gold(converted, gold)
+    out_console().print(f"wrote {len(converted)} queries to {gold}", markup=False)

@@ -1,0 +1,377 @@
+"""The evaluation file (``kind: spanchor.evaluation``, schema_version 1): its pydantic model and
+JSON Schema, :func:`write_evaluation` and :func:`read_evaluation`.
+
+The file is read through the strict JSON layer (:mod:`spanchor_core._io`), dispatched on its
+``kind``; files without one are spanchor 0.x evaluations (:mod:`spanchor_core.evaluate.legacy`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spanchor_core._io import atomic_write, describe_validation_error, loads_strict
+from spanchor_core.errors import EvaluationFileError
+from spanchor_core.evaluate.legacy import evaluation_from_0x, is_0x_evaluation
+from spanchor_core.evaluate.model import (
+    EVALUATION_KIND,
+    EVALUATION_SCHEMA_VERSION,
+    Evaluation,
+    EvaluationSettings,
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    QueryStatus,
+)
+from spanchor_core.spans import DocSpan
+
+__all__ = [
+    "EvaluationFile",
+    "evaluation_json_schema",
+    "read_evaluation",
+    "write_evaluation",
+]
+
+_CURRENT_FORMAT = f"{EVALUATION_KIND}/{EVALUATION_SCHEMA_VERSION}"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpanModel(_Model):
+    document_id: str
+    start: int
+    end: int
+
+
+class LocatedResultModel(_Model):
+    rank: int
+    status: str
+    document_id: str | None
+    start: int | None
+    end: int | None
+    confidence: float
+    hint_rejected: bool = False
+
+
+class MappingModel(_Model):
+    counts: dict[str, int]
+    hint_rejected: int = 0
+    total: int
+    unmapped_rate: float
+
+
+class SummaryModel(_Model):
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    n: int
+
+
+class QueryModel(_Model):
+    query_id: str
+    status: QueryStatus
+    error: str | None = None
+    metrics: dict[str, float]
+    gold: list[SpanModel]
+    mapping: MappingModel
+    results: list[LocatedResultModel]
+
+
+class SettingsModel(_Model):
+    k: list[int]
+    min_overlap: float = Field(ge=0.0, le=1.0)
+    corpus_fingerprint: str | None
+    gold_sha256: str | None
+    gold_path: str | None = None
+    run_path: str | None = None
+    run_header: dict[str, Any] | None = None
+    source_format: str | None = None
+    """The format the scores were first read from (``spanchor-0.x/<schema>`` for a rewritten
+    0.x evaluation, which has no result spans); absent in older files: this file's format."""
+
+
+class EvaluationFile(_Model):
+    """The evaluation file: one JSON object, ``kind`` and ``schema_version`` first."""
+
+    kind: Literal["spanchor.evaluation"] = EVALUATION_KIND
+    schema_version: Literal[1] = EVALUATION_SCHEMA_VERSION
+    spanchor_version: str | None
+    created_at: str | None
+    settings: SettingsModel
+    metric_names: list[str]
+    aggregates: dict[str, SummaryModel]
+    """Derived from ``queries``; written for readers of the file, recomputed when read."""
+    mapping: MappingModel
+    missing_in_run: list[str]
+    not_in_gold: list[str]
+    unresolved: list[str]
+    duplicates: list[str]
+    errors: list[str]
+    skipped: dict[str, str]
+    warnings: list[str]
+    queries: list[QueryModel]
+
+
+def evaluation_json_schema() -> dict[str, Any]:
+    """JSON Schema of the evaluation file (``kind: spanchor.evaluation``, schema_version 1)."""
+    return EvaluationFile.model_json_schema()
+
+
+def _mapping_model(stats: MappingStats) -> MappingModel:
+    return MappingModel(
+        counts=dict(stats.counts),
+        hint_rejected=stats.hint_rejected,
+        total=stats.total,
+        unmapped_rate=stats.unmapped_rate,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _to_file(evaluation: Evaluation) -> EvaluationFile:
+    """Everything of the evaluation file but its ``queries`` (validated: it is small).
+
+    The queries, nearly all of the file, are converted by :func:`_query_json` without building
+    a model per result: at 100,000 results the models cost seconds.
+    """
+    s = evaluation.settings
+    return EvaluationFile(
+        spanchor_version=s.spanchor_version,
+        created_at=s.created_at,
+        settings=SettingsModel(
+            k=list(s.k),
+            min_overlap=s.min_overlap,
+            corpus_fingerprint=s.corpus_fingerprint,
+            gold_sha256=s.gold_sha256,
+            gold_path=s.gold_path,
+            run_path=s.run_path,
+            run_header=None if s.run_header is None else dict(s.run_header),
+            source_format=s.source_format,
+        ),
+        metric_names=list(evaluation.metric_names),
+        aggregates={
+            name: SummaryModel(
+                mean=_finite(summary.mean),
+                std=_finite(summary.std),
+                min=_finite(summary.min),
+                max=_finite(summary.max),
+                n=summary.n,
+            )
+            for name, summary in evaluation.aggregates().items()
+        },
+        mapping=_mapping_model(evaluation.mapping),
+        missing_in_run=list(evaluation.missing_in_run),
+        not_in_gold=list(evaluation.not_in_gold),
+        unresolved=list(evaluation.unresolved),
+        duplicates=list(evaluation.duplicates),
+        errors=list(evaluation.errors),
+        skipped=dict(evaluation.skipped),
+        warnings=list(evaluation.warnings),
+        queries=[],
+    )
+
+
+def _mapping_json(stats: MappingStats) -> dict[str, Any]:
+    """``MappingModel(...).model_dump(mode="json")``, without the model."""
+    return {
+        "counts": {status: int(n) for status, n in stats.counts.items()},
+        "hint_rejected": int(stats.hint_rejected),
+        "total": int(stats.total),
+        "unmapped_rate": float(stats.unmapped_rate),
+    }
+
+
+def _query_json(query: QueryEvaluation) -> dict[str, Any]:
+    """``QueryModel(...).model_dump(mode="json")`` for one query, without the models.
+
+    Same keys in the same order and the same conversions (numbers to ``float`` where the model
+    says float, the status to its value), so the bytes written are the same.
+    """
+    return {
+        "query_id": str(query.query_id),
+        "status": QueryStatus(query.status).value,
+        "error": query.error,
+        "metrics": {name: float(value) for name, value in query.metrics.items()},
+        "gold": [{"document_id": d, "start": a, "end": b} for d, a, b in query.gold],
+        "mapping": _mapping_json(query.mapping),
+        "results": [
+            {
+                "rank": r.rank,
+                "status": r.status,
+                "document_id": r.document_id,
+                "start": r.start,
+                "end": r.end,
+                "confidence": float(r.confidence),
+                "hint_rejected": r.hint_rejected,
+            }
+            for r in query.results
+        ],
+    }
+
+
+def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
+    """The evaluation file's text in pieces, ending with a newline.
+
+    The settings and summary part is indented JSON; each query is one compact JSON object on
+    a line of its own inside ``"queries"`` — still one JSON document, but one line per query
+    diffs well and is written by the standard library's C encoder (``indent`` would force its
+    pure-Python encoder, seconds for a large run). Written piece by piece so that the text of
+    a large evaluation is never held in memory whole.
+    """
+    head = _to_file(evaluation).model_dump(mode="json")
+    del head["queries"]
+    head_text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
+    if not evaluation.queries:
+        yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
+        return
+    yield head_text[: -len("\n}")] + ',\n  "queries": ['
+    separator = "\n    "
+    for query in evaluation.queries.values():
+        yield separator + json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+        separator = ",\n    "
+    yield "\n  ]\n}\n"
+
+
+def _check_consistent(model: EvaluationFile, path: Path) -> None:
+    """A hand-edited or truncated file must fail here, not later inside a comparison."""
+    seen: set[str] = set()
+    names = list(model.metric_names)
+    for index, q in enumerate(model.queries):
+        if q.query_id in seen:
+            raise EvaluationFileError(
+                f"query {q.query_id!r} appears twice (queries[{index}])", path=path
+            )
+        seen.add(q.query_id)
+        absent = [name for name in names if name not in q.metrics]
+        if absent:
+            raise EvaluationFileError(
+                f"query {q.query_id!r} lacks {', '.join(absent)} (queries[{index}])",
+                path=path,
+                hint="write evaluation files with spanchor evaluate -o",
+            )
+
+
+def _from_file(model: EvaluationFile) -> Evaluation:
+    queries: dict[str, QueryEvaluation] = {}
+    for q in model.queries:
+        results = tuple(
+            LocatedResult(
+                rank=r.rank,
+                status=r.status,
+                document_id=r.document_id,
+                start=r.start,
+                end=r.end,
+                confidence=r.confidence,
+                hint_rejected=r.hint_rejected,
+            )
+            for r in q.results
+        )
+        queries[q.query_id] = QueryEvaluation(
+            query_id=q.query_id,
+            metrics=dict(q.metrics),
+            status=q.status,
+            gold=tuple(DocSpan(s.document_id, s.start, s.end) for s in q.gold),
+            results=results,
+            mapping=MappingStats(dict(q.mapping.counts), q.mapping.hint_rejected),
+            error=q.error,
+        )
+    s = model.settings
+    return Evaluation(
+        queries=queries,
+        settings=EvaluationSettings(
+            k=tuple(s.k),
+            min_overlap=s.min_overlap,
+            corpus_fingerprint=s.corpus_fingerprint,
+            gold_sha256=s.gold_sha256,
+            gold_path=s.gold_path,
+            run_path=s.run_path,
+            run_header=s.run_header,
+            spanchor_version=model.spanchor_version,
+            created_at=model.created_at,
+            source_format=_CURRENT_FORMAT if s.source_format is None else s.source_format,
+        ),
+        metric_names=tuple(model.metric_names),
+        missing_in_run=tuple(model.missing_in_run),
+        not_in_gold=tuple(model.not_in_gold),
+        unresolved=tuple(model.unresolved),
+        duplicates=tuple(model.duplicates),
+        errors=tuple(model.errors),
+        skipped=dict(model.skipped),
+        mapping=MappingStats(dict(model.mapping.counts), model.mapping.hint_rejected),
+        warnings=tuple(model.warnings),
+    )
+
+
+def write_evaluation(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
+    """Write ``evaluation`` as JSON, atomically (a temporary file, then a rename).
+
+    The bytes depend only on the evaluation: keys in a fixed order, queries in gold order,
+    floats in their shortest round-tripping form. Only ``created_at`` differs between two
+    evaluations of the same inputs.
+    """
+    parts = _evaluation_json_parts(evaluation)
+    first = next(parts)  # the validated head: a bad evaluation fails before any file exists
+    atomic_write(
+        path, itertools.chain([first], parts), error=EvaluationFileError, what="the evaluation"
+    )
+
+
+def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
+    """Read an evaluation file written by :func:`write_evaluation` or by spanchor 0.x.
+
+    Dispatches on ``kind`` (0.x files have none and are recognised by ``per_query_metrics``).
+    Raises :class:`EvaluationFileError`, naming the file, for anything else.
+    """
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as err:
+        raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
+    except UnicodeDecodeError as err:
+        raise EvaluationFileError(f"not UTF-8 at byte {err.start}", path=source) from None
+    data = loads_strict(text, path=source, error=EvaluationFileError)
+    if not isinstance(data, dict):
+        raise EvaluationFileError("an evaluation file holds one JSON object", path=source)
+    kind = data.get("kind")
+    if kind is None:
+        if is_0x_evaluation(data):
+            return evaluation_from_0x(data, source)
+        if "aggregate_metrics" in data:
+            raise EvaluationFileError(
+                "this file holds aggregate metrics only, no per-query metrics",
+                path=source,
+                hint="evaluate the run again to get a file that can be compared query by query",
+            )
+        raise EvaluationFileError(
+            "not an evaluation file (no 'kind')",
+            path=source,
+            hint="pass a file written by `spanchor evaluate`",
+        )
+    if kind != EVALUATION_KIND:
+        raise EvaluationFileError(f"this is a {kind!r} file, not an evaluation", path=source)
+    version = data.get("schema_version")
+    if version != EVALUATION_SCHEMA_VERSION:
+        raise EvaluationFileError(
+            f"evaluation schema_version {version!r} is not supported (this spanchor reads "
+            f"{EVALUATION_SCHEMA_VERSION})",
+            path=source,
+            hint="upgrade spanchor" if isinstance(version, int) and version > 1 else None,
+        )
+    try:
+        model = EvaluationFile.model_validate(data)
+    except ValidationError as err:
+        raise EvaluationFileError(describe_validation_error(err), path=source) from None
+    _check_consistent(model, source)
+    return _from_file(model)

@@ -1,0 +1,107 @@
+"""Whether a file holds an evaluation (ours or spanchor 0.x's) or something else (a run), told
+by its parsed ``kind``, never by text found somewhere in its bytes.
+
+Read from the first line whenever it is a JSON value of its own (every JSONL file: runs, 0.x
+results lines), so that a large run is not read twice; only a multi-line document is parsed
+whole. The readers of each kind report what is wrong with a broken file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from spanchor_core.errors import InputError
+from spanchor_core.evaluate.model import EVALUATION_KIND
+
+__all__ = ["holds_evaluation"]
+
+
+class _Parsed(dict[str, Any]):
+    """A JSON object that keeps every value its ``kind`` had: a repeated key is for the reader
+    of that kind to report, not a reason to send the file to another reader."""
+
+    kinds: tuple[Any, ...] = ()
+
+
+def _parsed_object(pairs: list[tuple[str, Any]]) -> _Parsed:
+    parsed = _Parsed(pairs)
+    parsed.kinds = tuple(value for key, value in pairs if key == "kind")
+    return parsed
+
+
+def _parse_leniently(text: str) -> Any:
+    """The JSON value of ``text``, accepting what the strict readers reject (numbers of any
+    length, NaN, repeated keys) so that the right reader gets to say what is wrong.
+
+    Raises ``ValueError`` or ``RecursionError`` when ``text`` is not one JSON value.
+    """
+    return json.loads(
+        text,
+        parse_int=str,
+        parse_float=str,
+        parse_constant=str,
+        object_pairs_hook=_parsed_object,
+    )
+
+
+def _is_evaluation(value: Any) -> bool:
+    """An object whose ``kind`` says evaluation, or a spanchor 0.x one (``per_query_metrics``)."""
+    if not isinstance(value, dict):
+        return False
+    kinds = value.kinds if isinstance(value, _Parsed) else (value.get("kind"),)
+    return EVALUATION_KIND in kinds or "per_query_metrics" in value
+
+
+# The first member of a document that does not parse: ``{"kind": "..."`` (our writer puts it first).
+_LEADING_KIND = re.compile(r'\A\s*\{\s*"kind"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _leading_kind(text: str) -> Any:
+    match = _LEADING_KIND.match(text)
+    if match is None:
+        return None
+    try:
+        return json.loads(match.group(1))
+    except ValueError:
+        return None
+
+
+def holds_evaluation(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds an evaluation (ours or 0.x); anything else is for the run reader.
+
+    Decided by the parsed ``kind``, never by extension or by text found somewhere in the file,
+    and from the first line whenever it is a JSON value of its own (every JSONL file: our runs,
+    0.x results lines), so that a large run is not read twice. Only a multi-line document (an
+    evaluation, a 0.x results object or list) is parsed whole. An object whose ``kind`` is
+    ``spanchor.evaluation``, or that has 0.x's ``per_query_metrics``, is an evaluation (even
+    when broken: then the evaluation reader says what is wrong); anything else is a run.
+    """
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            first = b""
+            for raw in handle:
+                if raw.strip():
+                    first = raw
+                    break
+    except FileNotFoundError:
+        raise InputError("file does not exist", path=file) from None
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", path=file) from None
+    try:
+        return _is_evaluation(_parse_leniently(first.decode("utf-8-sig")))
+    except (ValueError, RecursionError):
+        pass  # not a JSON value on its own: look at the whole document
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read file: {err}", path=file) from None
+    try:
+        document = _parse_leniently(text)
+    except (ValueError, RecursionError):
+        return bool(_leading_kind(text) == EVALUATION_KIND)
+    return _is_evaluation(document)

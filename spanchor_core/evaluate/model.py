@@ -1,0 +1,250 @@
+"""The in-memory result of scoring a run: :class:`Evaluation` and the per-query, per-result and
+summary values it is made of.
+
+Kept apart from the scoring (:mod:`spanchor_core.evaluate.scoring`) and the file format
+(:mod:`spanchor_core.evaluate.file`) so that reports and comparisons depend on the model alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from spanchor_core._version import __version__
+from spanchor_core.locate import MatchStatus
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.spans import DocSpan
+
+__all__ = [
+    "EVALUATION_KIND",
+    "EVALUATION_SCHEMA_VERSION",
+    "Evaluation",
+    "EvaluationSettings",
+    "LocatedResult",
+    "MappingStats",
+    "MetricSummary",
+    "ProgressCallback",
+    "QueryEvaluation",
+    "QueryStatus",
+]
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: see :func:`spanchor_core.evaluate.evaluate`."""
+
+EVALUATION_KIND: Final = "spanchor.evaluation"
+EVALUATION_SCHEMA_VERSION: Final = 1
+
+_STATUSES: tuple[str, ...] = tuple(status.value for status in MatchStatus)
+_FAILED: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
+
+
+class QueryStatus(StrEnum):
+    """Why a query has the scores it has."""
+
+    SCORED = "scored"
+    """Its record was mapped and scored."""
+    MISSING_IN_RUN = "missing_in_run"
+    """The run has no record for it: scored as an empty retrieval."""
+    ERROR = "error"
+    """Its record carries an error: scored as an empty retrieval."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedResult:
+    """Where one retrieved result landed in the corpus (kept so reports can show lost evidence)."""
+
+    rank: int
+    status: str
+    document_id: str | None
+    start: int | None
+    end: int | None
+    confidence: float
+    hint_rejected: bool = False
+
+    @property
+    def span(self) -> DocSpan | None:
+        if self.status in _FAILED or self.document_id is None:
+            return None
+        if self.start is None or self.end is None:
+            return None
+        return DocSpan(self.document_id, self.start, self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class MappingStats:
+    """How the results of a query (or of a whole run) were mapped onto the corpus."""
+
+    counts: Mapping[str, int]
+    """Results per :class:`~spanchor_core.locate.MatchStatus` value, every status present."""
+    hint_rejected: int = 0
+    """Results whose offsets (or document id) did not match their text and were ignored."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def unmapped(self) -> int:
+        """Results that got no span: ``unmapped`` plus ``invalid``."""
+        return sum(self.counts.get(status, 0) for status in _FAILED)
+
+    @property
+    def unmapped_rate(self) -> float:
+        """``unmapped / total``; 0.0 when nothing was mapped."""
+        return self.unmapped / self.total if self.total else 0.0
+
+    @classmethod
+    def of(cls, results: Sequence[LocatedResult]) -> MappingStats:
+        found = Counter(result.status for result in results)
+        counts = {status: found.get(status, 0) for status in _STATUSES}
+        counts.update({status: n for status, n in sorted(found.items()) if status not in counts})
+        return cls(counts, sum(1 for result in results if result.hint_rejected))
+
+    @classmethod
+    def combine(cls, parts: Sequence[MappingStats]) -> MappingStats:
+        counts = dict.fromkeys(_STATUSES, 0)
+        for part in parts:
+            for status, n in part.counts.items():
+                counts[status] = counts.get(status, 0) + n
+        return cls(counts, sum(part.hint_rejected for part in parts))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryEvaluation(Mapping[str, float]):
+    """One query's scores, addressable by metric name: ``query_eval["recall@5"]``."""
+
+    query_id: str
+    metrics: Mapping[str, float]
+    status: QueryStatus = QueryStatus.SCORED
+    gold: tuple[DocSpan, ...] = ()
+    results: tuple[LocatedResult, ...] = ()
+    mapping: MappingStats = field(default_factory=lambda: MappingStats.of(()))
+    error: str | None = None
+
+    def __getitem__(self, name: str) -> float:
+        try:
+            return self.metrics[name]
+        except KeyError:
+            raise KeyError(
+                f"{self.query_id!r} has no metric {name!r}; known: {', '.join(self.metrics)}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        return len(self.metrics)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    """Macro statistics of one metric over the scored queries (``std``: population, ÷ n)."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> MetricSummary:
+        if not values:
+            return cls(math.nan, math.nan, math.nan, math.nan, 0)
+        n = len(values)
+        mean = math.fsum(values) / n
+        variance = math.fsum((value - mean) ** 2 for value in values) / n
+        return cls(mean, math.sqrt(variance), min(values), max(values), n)
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationSettings:
+    """What an evaluation was computed from and with, so two evaluations can be compared."""
+
+    k: tuple[int, ...] = DEFAULT_K
+    min_overlap: float = DEFAULT_MIN_OVERLAP
+    corpus_fingerprint: str | None = None
+    gold_sha256: str | None = None
+    gold_path: str | None = None
+    run_path: str | None = None
+    run_header: Mapping[str, Any] | None = None
+    spanchor_version: str | None = __version__
+    created_at: str | None = None
+    source_format: str = f"{EVALUATION_KIND}/{EVALUATION_SCHEMA_VERSION}"
+    """The file format this evaluation came from (``spanchor-0.x/<schema>`` for old files)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Evaluation(Mapping[str, QueryEvaluation]):
+    """Per-query scores of one run against one gold set, plus everything needed to trust them.
+
+    A mapping from query id (gold order) to :class:`QueryEvaluation`, so
+    ``evaluation["q1"]["recall@5"]`` reads one value; :meth:`metric` reads a metric for every
+    query and :meth:`aggregate` summarises it.
+    """
+
+    queries: Mapping[str, QueryEvaluation]
+    settings: EvaluationSettings
+    metric_names: tuple[str, ...]
+    missing_in_run: tuple[str, ...] = ()
+    not_in_gold: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    """Query texts of run records whose id could not be resolved against the gold set."""
+    duplicates: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    """Gold queries that could not be scored, with the reason."""
+    mapping: MappingStats = field(default_factory=lambda: MappingStats.of(()))
+    """Mapping statistics over every scored query."""
+    warnings: tuple[str, ...] = ()
+
+    def __getitem__(self, query_id: str) -> QueryEvaluation:
+        try:
+            return self.queries[query_id]
+        except KeyError:
+            reason = self.skipped.get(query_id)
+            detail = f" (skipped: {reason})" if reason else ""
+            raise KeyError(f"no scored query {query_id!r}{detail}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.queries)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __repr__(self) -> str:
+        return f"Evaluation({len(self)} queries, k={list(self.settings.k)})"
+
+    def _repr_html_(self) -> str:
+        """Rich notebook display: headline means by K, a recall-vs-K curve, mapping health."""
+        from spanchor_core.html_report import evaluation_summary_html  # lazy: light import
+
+        return evaluation_summary_html(self)
+
+    @property
+    def has_result_spans(self) -> bool:
+        """False for evaluations read from spanchor 0.x files, which stored no result spans."""
+        return self.settings.source_format.startswith(EVALUATION_KIND)
+
+    def _check_name(self, name: str) -> None:
+        if name not in self.metric_names:
+            raise KeyError(f"unknown metric {name!r}; known: {', '.join(self.metric_names)}")
+
+    def metric(self, name: str) -> dict[str, float]:
+        """``{query_id: value}`` of one metric, in gold order."""
+        self._check_name(name)
+        return {qid: query.metrics[name] for qid, query in self.queries.items()}
+
+    def aggregate(self, name: str) -> MetricSummary:
+        """Mean, population std, min, max and n of one metric over the scored queries."""
+        return MetricSummary.of(list(self.metric(name).values()))
+
+    def mean(self, name: str) -> float:
+        return self.aggregate(name).mean
+
+    def aggregates(self) -> dict[str, MetricSummary]:
+        """:meth:`aggregate` for every metric, in metric order."""
+        return {name: self.aggregate(name) for name in self.metric_names}

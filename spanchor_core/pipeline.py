@@ -1,0 +1,439 @@
+"""The one pipeline from paths to a verdict: inputs -> evaluations -> comparison -> exit code.
+
+``spanchor evaluate`` calls :func:`run_evaluation`, ``spanchor compare`` and ``spanchor gate``
+call :func:`run_gate`, and the pytest plugin calls :func:`load_pair` / :func:`load_side`, so a
+file is recognised, a run is checked and scored, and an exit code is decided in one place. Either
+side of a comparison may be an :class:`Evaluation`, a :class:`Run`, or a path to an evaluation
+file (ours or spanchor 0.x's) or to a run file, which is then scored against the documents and
+the gold set. A file's kind is read from its parsed ``kind`` (:func:`file_kind`), never guessed
+from its bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from spanchor_core.compare import Comparison, compare
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
+from spanchor_core.errors import InputError
+from spanchor_core.evaluate import (
+    Evaluation,
+    ProgressCallback,
+    check_gold,
+    check_run_provenance,
+    evaluate,
+    evaluate_file,
+    read_evaluation,
+)
+from spanchor_core.evaluate.kind import holds_evaluation
+from spanchor_core.exit_codes import ExitCode, combine_exit_codes
+from spanchor_core.gold import GoldSet, read_gold
+from spanchor_core.locate import Locator
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.policy import Policy, policy_from_mapping
+from spanchor_core.runs import Run, RunStream, iter_run, read_run
+from spanchor_core.settings import GateConfig
+
+__all__ = [
+    "BAD_INPUT_FINDINGS",
+    "EvaluationOutcome",
+    "EvaluationSource",
+    "GateOutcome",
+    "GoldHashPolicy",
+    "file_kind",
+    "load_pair",
+    "load_side",
+    "open_run",
+    "policy_with_drops",
+    "run_evaluation",
+    "run_gate",
+    "score_run",
+]
+
+EvaluationSource = Evaluation | Run | str | os.PathLike[str]
+"""One side of a comparison: an evaluation or a run, in memory or as a file."""
+
+
+class GoldHashPolicy(StrEnum):
+    """What :func:`run_evaluation` does when the gold set's hash is not the expected one."""
+
+    WARN = "warn"
+    """Score anyway, and say so in :attr:`EvaluationOutcome.warnings`."""
+    FAIL = "fail"
+    """Refuse to score: :class:`InputError`."""
+    IGNORE = "ignore"
+    """Do not compare the hashes."""
+
+
+BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_policy", "empty_policy"})
+"""Error findings that mean the comparison itself is invalid, not that the candidate failed."""
+
+SideProgress = Callable[[str], ProgressCallback | None]
+"""``progress(side)``: a progress callback for scoring ``side`` (a name or a label), or None."""
+
+
+# -- which file is it ---------------------------------------------------------------------------
+
+
+def file_kind(path: str | os.PathLike[str]) -> Literal["evaluation", "run"]:
+    """Whether ``path`` holds an evaluation (ours or 0.x) or a run/results file.
+
+    Decided by the parsed ``kind`` (:func:`~spanchor_core.evaluate.kind.holds_evaluation`),
+    never by extension or by text found somewhere in the file.
+    """
+    return "evaluation" if holds_evaluation(path) else "run"
+
+
+# -- inputs -> evaluations ----------------------------------------------------------------------
+
+
+def open_run(
+    run: Run | RunStream | str | os.PathLike[str],
+    *,
+    corpus: Corpus,
+    gold: GoldSet,
+    allow_mismatch: bool = False,
+) -> Run | RunStream:
+    """A run made ready for scoring, after the checks CI needs; a path is opened as a stream.
+
+    The gold set must match ``corpus`` (:func:`check_gold`) and, unless ``allow_mismatch``,
+    the run must say it was recorded against these documents and this gold set
+    (:func:`check_run_provenance`). Of a run file only the header is read here.
+    """
+    check_gold(gold, corpus)
+    opened = run if isinstance(run, Run | RunStream) else iter_run(run)
+    if not allow_mismatch:
+        check_run_provenance(opened, corpus, gold)
+    return opened
+
+
+def _score(
+    opened: Run | RunStream,
+    corpus: Corpus,
+    gold: GoldSet,
+    *,
+    k: Sequence[int],
+    min_overlap: float,
+    locator: Locator | None,
+    progress: ProgressCallback | None,
+) -> Evaluation:
+    if isinstance(opened, Run):
+        return evaluate(
+            corpus, gold, opened, k=k, min_overlap=min_overlap, locator=locator, progress=progress
+        )
+    return evaluate_file(
+        corpus, gold, opened, k=k, min_overlap=min_overlap, locator=locator, progress=progress
+    )
+
+
+def score_run(
+    run: Run | RunStream | str | os.PathLike[str],
+    *,
+    corpus: Corpus,
+    gold: GoldSet,
+    k: Sequence[int] = DEFAULT_K,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    allow_mismatch: bool = False,
+    locator: Locator | None = None,
+    progress: ProgressCallback | None = None,
+) -> Evaluation:
+    """Score a run (in memory, opened, or a path) after :func:`open_run`'s checks.
+
+    A run file is read record by record, never held whole.
+    """
+    opened = open_run(run, corpus=corpus, gold=gold, allow_mismatch=allow_mismatch)
+    return _score(
+        opened, corpus, gold, k=k, min_overlap=min_overlap, locator=locator, progress=progress
+    )
+
+
+def _as_known(source: EvaluationSource) -> Evaluation | Run | Path:
+    """An evaluation file read; a run (in memory or as a path) left to be scored."""
+    if isinstance(source, Evaluation | Run):
+        return source
+    if file_kind(source) == "evaluation":
+        return read_evaluation(source)
+    return Path(source)
+
+
+def _scored(
+    run: Run | Path,
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int],
+    min_overlap: float,
+    allow_mismatch: bool,
+    progress: ProgressCallback | None,
+    locator: Locator | None,
+) -> Evaluation:
+    if corpus is None or gold is None:
+        if isinstance(run, Path):
+            read_run(run)  # a broken file is reported as such, not as "needs the documents"
+        raise InputError(
+            "is a run; scoring it needs the documents and the gold set",
+            path=run if isinstance(run, Path) else run.path or "run",
+            hint="give the documents and the gold set (--docs DIR --gold FILE, or corpus= and "
+            "gold=), or compare evaluations",
+        )
+    return score_run(
+        run,
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        locator=locator,
+        progress=progress,
+    )
+
+
+def load_side(
+    source: EvaluationSource,
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] = DEFAULT_K,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    allow_mismatch: bool = False,
+    progress: ProgressCallback | None = None,
+    locator: Locator | None = None,
+) -> Evaluation:
+    """One side of a comparison: an evaluation as it is, or a run scored now (:func:`score_run`).
+
+    Scoring a run needs ``corpus`` and ``gold`` (else :class:`InputError`). Pass ``locator``
+    (built on ``corpus``) to share one corpus index between both sides.
+    """
+    known = _as_known(source)
+    if isinstance(known, Evaluation):
+        return known
+    return _scored(
+        known,
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        locator=locator,
+    )
+
+
+def load_pair(
+    baseline: EvaluationSource,
+    candidate: EvaluationSource,
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] | None = None,
+    min_overlap: float | None = None,
+    allow_mismatch: bool = False,
+    progress: SideProgress | None = None,
+) -> tuple[Evaluation, Evaluation]:
+    """Both sides as evaluations, scoring the runs among them with one corpus index.
+
+    Runs are scored with ``k`` and ``min_overlap``; where those are None, with the settings of
+    the side that is already an evaluation (the only choice that can make the two comparable),
+    and with the library defaults when both sides are runs. ``progress("baseline")`` /
+    ``progress("candidate")`` may return a progress callback for scoring that side.
+    """
+    known = {"baseline": _as_known(baseline), "candidate": _as_known(candidate)}
+    reference = next((side for side in known.values() if isinstance(side, Evaluation)), None)
+    if k is None:
+        k = DEFAULT_K if reference is None else reference.settings.k
+    if min_overlap is None:
+        min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
+    locator = Locator(corpus) if corpus is not None else None  # indexed lazily, at most once
+    loaded = {
+        side: source
+        if isinstance(source, Evaluation)
+        else _scored(
+            source,
+            corpus=corpus,
+            gold=gold,
+            k=k,
+            min_overlap=min_overlap,
+            allow_mismatch=allow_mismatch,
+            progress=None if progress is None else progress(side),
+            locator=locator,
+        )
+        for side, source in known.items()
+    }
+    return loaded["baseline"], loaded["candidate"]
+
+
+# -- evaluate: one run, its checks and its exit code --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationOutcome:
+    """One scored run, what was noticed on the way, and the exit code of ``spanchor evaluate``."""
+
+    evaluation: Evaluation
+    gold: GoldSet
+    corpus: Corpus
+    max_unmapped_rate: float | None
+    warnings: tuple[str, ...] = ()
+    """Problems noticed before scoring (a gold-set hash that is not the expected one)."""
+
+    @property
+    def unmapped_exceeded(self) -> bool:
+        """More results than ``max_unmapped_rate`` allows could not be mapped."""
+        limit = self.max_unmapped_rate
+        return limit is not None and self.evaluation.mapping.unmapped_rate > limit
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """:attr:`ExitCode.UNTRUSTED` when too much is unmapped, else :attr:`ExitCode.PASS`."""
+        return ExitCode.UNTRUSTED if self.unmapped_exceeded else ExitCode.PASS
+
+
+def _gold_hash_warning(
+    gold: GoldSet, expected: str | None, policy: GoldHashPolicy | str
+) -> tuple[str, ...]:
+    """Compare the gold set's hash (ours, 0.x's, or ``sha256:``-prefixed) with ``expected``."""
+    try:
+        policy = GoldHashPolicy(policy)
+    except ValueError:
+        raise InputError(
+            f"the gold-hash policy must be warn, fail or ignore, not {policy!r}"
+        ) from None
+    if expected is None or policy is GoldHashPolicy.IGNORE:
+        return ()
+    if expected in {gold.sha256, gold.legacy_sha256, f"sha256:{gold.sha256}"}:
+        return ()
+    message = (
+        f"the gold set's hash is {gold.sha256} (0.x form {gold.legacy_sha256}), not {expected}"
+    )
+    if policy is GoldHashPolicy.FAIL:
+        raise InputError(message, path=gold.path, hint="evaluate against the expected gold set")
+    return (message,)
+
+
+def run_evaluation(
+    corpus: Corpus | str | os.PathLike[str],
+    gold: GoldSet | str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    k: Sequence[int] = DEFAULT_K,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    globs: Sequence[str] = DEFAULT_GLOBS,
+    max_unmapped_rate: float | None = 0.1,
+    allow_mismatch: bool = False,
+    expected_gold_hash: str | None = None,
+    gold_hash_policy: GoldHashPolicy | str = GoldHashPolicy.WARN,
+    progress: ProgressCallback | None = None,
+) -> EvaluationOutcome:
+    """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
+
+    The gold set's hash is checked against ``expected_gold_hash`` (``gold_hash_policy``: warn,
+    fail with :class:`InputError`, or ignore), then the gold set against the documents and the
+    run's provenance (:func:`score_run`). A run none of whose records matches a gold query is
+    an :class:`InputError`: scoring it would report a pass on nothing.
+    """
+    if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
+        raise InputError(f"max_unmapped_rate must be between 0 and 1, got {max_unmapped_rate}")
+    documents = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, globs=tuple(globs))
+    gold_set = gold if isinstance(gold, GoldSet) else read_gold(gold)
+    warnings = _gold_hash_warning(gold_set, expected_gold_hash, gold_hash_policy)
+    opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
+    evaluation = _score(
+        opened, documents, gold_set, k=k, min_overlap=min_overlap, locator=None, progress=progress
+    )
+    records = opened.records_read if isinstance(opened, RunStream) else len(opened.records)
+    if records and len(evaluation.missing_in_run) == len(evaluation):
+        where = gold_set.path if gold_set.path is not None else "the gold set"
+        raise InputError(
+            f"none of the run's {records} records matches a query of {where}",
+            path=Path(run),
+            hint="check that the run was recorded for this gold set",
+        )
+    return EvaluationOutcome(evaluation, gold_set, documents, max_unmapped_rate, warnings)
+
+
+# -- compare / gate: two sides, a comparison and its exit code ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """Both evaluations, their comparison and the exit code the CI step should return."""
+
+    baseline: Evaluation
+    candidate: Evaluation
+    comparison: Comparison
+    gold: GoldSet | None
+    corpus: Corpus | None
+    unmapped_exceeded: bool
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The CI verdict, by :func:`~spanchor_core.exit_codes.combine_exit_codes` (2 > 3 > 1 > 0).
+
+        A comparison that could not be made meaningfully (the two sides were evaluated with
+        different settings or on different documents or gold sets, or the policy names a
+        metric they do not have, see :data:`BAD_INPUT_FINDINGS`) is bad input, 2; a candidate
+        that maps too few results cannot be trusted, 3; any other failing finding (a
+        regression, missing queries, too few queries, an aggregate gate) is the comparison's
+        own code, 1.
+        """
+        codes = [self.comparison.exit_code]
+        if {finding.code for finding in self.comparison.errors} & BAD_INPUT_FINDINGS:
+            codes.append(ExitCode.BAD_INPUT)
+        if self.unmapped_exceeded:
+            codes.append(ExitCode.UNTRUSTED)
+        return combine_exit_codes(*codes)
+
+
+def policy_with_drops(policy: Policy | None, max_drop: Mapping[str, float | None]) -> Policy | None:
+    """``policy`` with per-query ``max_drop`` limits on top (None values are left out).
+
+    spanchor 0.x's ``--max-recall-drop`` / ``--max-precision-drop`` are such limits on
+    ``recall@5`` and ``precision@5``; they win over the policy's own.
+    """
+    extra = {name: value for name, value in max_drop.items() if value is not None}
+    if not extra:
+        return policy
+    if policy is None:
+        return policy_from_mapping({"max_drop": extra})
+    data = policy.model_dump()
+    data["max_drop"] = {**data["max_drop"], **extra}
+    return policy_from_mapping(data)
+
+
+def run_gate(
+    config: GateConfig,
+    *,
+    policy: Policy | None = None,
+    policy_base: Path | None = None,
+    progress: SideProgress | None = None,
+) -> GateOutcome:
+    """Evaluate both sides as needed and compare them under the configured policy.
+
+    ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
+    ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
+    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
+    """
+    corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
+    gold = read_gold(config.gold) if config.gold is not None else None
+    baseline, candidate = load_pair(
+        config.baseline,
+        config.candidate,
+        corpus=corpus,
+        gold=gold,
+        k=config.k,
+        min_overlap=config.min_overlap,
+        allow_mismatch=config.allow_mismatch,
+        progress=progress,
+    )
+    chosen = policy if policy is not None else config.resolved_policy(policy_base)
+    comparison = compare(baseline, candidate, chosen, seed=config.seed)
+    exceeded = (
+        config.max_unmapped_rate is not None
+        and candidate.mapping.unmapped_rate > config.max_unmapped_rate
+    )
+    return GateOutcome(baseline, candidate, comparison, gold, corpus, exceeded)

@@ -1,0 +1,134 @@
+"""The one reader of spanchor's settings: the ``[tool.spanchor]`` table of a ``pyproject.toml``
+(or of a ``spanchor.toml`` holding the same table), validated into :class:`SpanchorSettings`,
+or into :class:`GateConfig` when both sides of a gate must be named.
+
+The CLI's ``gate`` command and the pytest plugin both read their settings here, so a key means
+the same thing to both. Relative paths are relative to the directory of the file they came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spanchor_core.corpus import DEFAULT_GLOBS
+from spanchor_core.errors import EvaluationFileError
+from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.policy import Policy, load_policy, policy_from_mapping
+
+__all__ = [
+    "GateConfig",
+    "SpanchorSettings",
+    "gate_config_from_pyproject",
+    "read_settings",
+    "settings_table",
+]
+
+
+class SpanchorSettings(BaseModel):
+    """The keys of ``[tool.spanchor]``, every one optional.
+
+    ``policy`` is a path to a policy file, or the policy itself as an inline table. Which keys
+    the file (or the overrides) set is ``model_fields_set`` (``json`` is ``json_output``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    docs: Path | None = None
+    gold: Path | None = None
+    baseline: Path | None = None
+    candidate: Path | None = None
+    k: tuple[int, ...] = DEFAULT_K
+    min_overlap: float = Field(default=DEFAULT_MIN_OVERLAP, ge=0.0, le=1.0)
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    policy: Path | dict[str, Any] | None = None
+    max_unmapped_rate: float | None = Field(default=0.1, ge=0.0, le=1.0)
+    """Exit 3 above this; 0.1 as for ``spanchor evaluate`` (spanchor 0.x's default)."""
+    report: Path | None = None
+    json_output: Path | None = Field(default=None, alias="json")
+    junit: Path | None = None
+    html: Path | None = None
+    redact: bool = False
+    seed: int | None = None
+    allow_mismatch: bool = False
+
+    def resolved_policy(self, base: Path | None = None) -> Policy | None:
+        """The configured policy (``base`` names the file an inline table came from)."""
+        if self.policy is None:
+            return None
+        if isinstance(self.policy, dict):
+            return policy_from_mapping(self.policy, path=base)
+        return load_policy(self.policy)
+
+
+class GateConfig(SpanchorSettings):
+    """Everything ``spanchor gate`` needs: the settings, with both sides of the gate named."""
+
+    baseline: Path
+    candidate: Path
+
+
+_PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit", "html")
+
+_Settings = TypeVar("_Settings", bound=SpanchorSettings)
+
+
+def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str, Any] | None:
+    """The ``[tool.spanchor]`` table of ``path``, relative paths resolved against its directory.
+
+    ``None`` when the file does not exist or has no such table. An unreadable file, or one that
+    is not TOML, raises :class:`~spanchor_core.errors.EvaluationFileError` (an ``InputError``).
+    """
+    file = Path(path)
+    if not file.exists():
+        return None
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=file) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise EvaluationFileError(f"not valid TOML: {err}", path=file) from None
+    tool = data.get("tool")
+    found = tool.get("spanchor") if isinstance(tool, dict) else None
+    if not isinstance(found, dict):
+        return None
+    table: dict[str, Any] = {}
+    for key, value in found.items():
+        if isinstance(value, str) and (key in _PATH_KEYS or key == "policy"):
+            value = file.parent / value
+        table[key] = value
+    return table
+
+
+def _validated(model: type[_Settings], file: Path, overrides: Mapping[str, Any]) -> _Settings:
+    merged = dict(settings_table(file) or {})
+    merged.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return model.model_validate(merged)
+    except ValidationError as err:
+        problem = err.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "[tool.spanchor]"
+        raise EvaluationFileError(
+            f"[tool.spanchor] {where}: {problem['msg']}",
+            path=file,
+            hint="set it in [tool.spanchor] of pyproject.toml or pass it on the command line",
+        ) from None
+
+
+def read_settings(
+    path: str | os.PathLike[str] = "pyproject.toml", **overrides: Any
+) -> SpanchorSettings:
+    """``[tool.spanchor]`` of ``path`` (defaults where absent); ``overrides`` (not None) win."""
+    return _validated(SpanchorSettings, Path(path), overrides)
+
+
+def gate_config_from_pyproject(
+    path: str | os.PathLike[str] = "pyproject.toml", **overrides: Any
+) -> GateConfig:
+    """:func:`read_settings` for a gate: the baseline and the candidate must be named."""
+    return _validated(GateConfig, Path(path), overrides)
