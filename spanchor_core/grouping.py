@@ -171,9 +171,9 @@ def _content_digest(retrieval: Retrieval[T]) -> str:
     return digest.hexdigest()
 
 
-def _order_key(retrieval: Retrieval[T]) -> tuple[str, str, str]:
+def _order_key(retrieval: Retrieval[T]) -> tuple[str, str, int, str]:
     record = retrieval.record
-    return (record.source or "", record.query, _content_digest(retrieval))
+    return (record.source or "", record.query, _stage_rank(record), _content_digest(retrieval))
 
 
 def _interleave(retrievals: Sequence[Retrieval[T]]) -> tuple[T, ...]:
