@@ -390,7 +390,7 @@ def test_a_header_only_file_is_an_empty_run(tmp_path: Path) -> None:
 
 
 def test_missing_file_directory_empty_and_not_utf8_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(RunError, match="run file not found"):
+    with pytest.raises(RunError, match="run file does not exist"):
         read_run(tmp_path / "absent.jsonl")
     with pytest.raises(RunError, match="is a directory"):
         read_run(tmp_path)
@@ -399,7 +399,7 @@ def test_missing_file_directory_empty_and_not_utf8_are_clear_errors(tmp_path: Pa
     with pytest.raises(RunError, match="empty file"):
         read_run(empty)
     latin = tmp_path / "latin.jsonl"
-    latin.write_bytes(b'{"kind": "spanchor.run"}\n{"query": "caf\xe9"}\n')
+    latin.write_bytes(f"{_header_text()}\n".encode() + b'{"query": "caf\xe9"}\n')
     with pytest.raises(RunError, match=r"latin\.jsonl:2: not UTF-8") as info:
         read_run(latin)
     assert info.value.line == 2
