@@ -1,15 +1,20 @@
-"""Peak memory of reading and writing a run whose one record holds a huge text (issue 12).
+"""Peak memory of recording and reading a run whose one record holds a huge text (issue 12).
 
-Writes a run file with one record whose single result text is ``--mb`` megabytes (mixed ASCII,
-Latin-1, CJK and emoji, with newlines and quotes that JSON must escape, or ``--ascii``), then
-reads it with ``read_run`` and with ``iter_run``. Each step runs in a fresh child process, so
-the figures do not mix (``ru_maxrss`` is per process and never goes down). Printed per step:
-wall time, peak resident memory, its growth over the child's baseline (the interpreter with
-spanchor imported) and the peak as a multiple of the record's size on disk. A record over the
-line limit (``spanchor_core._io.MAX_LINE_BYTES``, 64 MiB) is refused: the step prints the
-error and the (small) peak of refusing it.
+A run file is made with one record whose single result text is ``--mb`` megabytes of UTF-8
+(mixed Latin-1, CJK and emoji with newlines and quotes that JSON must escape, or ``--ascii``),
+written with the stdlib as any other tool could write it. Then, each step in a fresh child
+process (``ru_maxrss`` is per process and never goes down, so steps must not share one):
 
-    .venv/bin/python bench/bench_big_record.py              # 200 MB: refused, say so cheaply
+* ``record``: ``RunRecorder.record`` of the same text into another file;
+* ``read_run`` and ``iter_run``: reading the made file.
+
+Printed per step: its outcome, wall time, peak resident memory, the growth over the child's
+baseline (the interpreter with spanchor imported, and for ``record`` the text already built)
+and the peak as a multiple of the record's size on disk. Lines over the documented limit
+(``spanchor_core._io.MAX_LINE_BYTES``, 64 MiB) are refused with a clear error on both sides,
+so a 200 MB text shows the (small) cost of refusing it and ``--mb 60`` the cost of reading it.
+
+    .venv/bin/python bench/bench_big_record.py              # 200 MB: refused
     .venv/bin/python bench/bench_big_record.py --mb 60      # under the limit: read
     .venv/bin/python bench/bench_big_record.py --mb 60 --ascii
 """
@@ -27,38 +32,50 @@ __all__ = ["main"]
 _ASCII = 'plain words and more words "quoted"\n'
 _MIXED = 'café naïve 漢字テキスト 🙂 "quoted"\n'
 
-_CHILD = """
-import resource, sys, time
+_CHILD = r"""
+import json, resource, sys, time
+from spanchor_core.errors import SpanchorError
 from spanchor_core.runs import RunRecorder, iter_run, read_run
+
+mode, path, megabytes, piece = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+copies = megabytes * 1_000_000 // len(piece.encode("utf-8"))
+text = piece * copies if mode in ("make", "record") else ""
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
-mode, path = sys.argv[1], sys.argv[2]
-if mode == "baseline":
-    size = 0
-elif mode == "write":
-    piece = sys.argv[4]
-    text = piece * (int(sys.argv[3]) * 1_000_000 // len(piece.encode("utf-8")))
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
+outcome = "ok"
+if mode == "make":
+    header = {"kind": "spanchor.run", "schema_version": 1, "spanchor_version": "0.5.0",
+              "created_at": "2025-01-01T00:00:00.000Z"}
+    record = {"query_id": "q1", "query": "the question",
+              "results": [{"rank": 1, "text": text, "score": 0.5}]}
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps(header) + "\n" + json.dumps(record, ensure_ascii=False) + "\n")
+elif mode == "record":
     with RunRecorder(path) as recorder:
         recorder.record("the question", [{"rank": 1, "text": text, "score": 0.5}])
-    size = len(text)
-elif mode == "read_run":
-    size = sum(len(r.text or "") for rec in read_run(path).records for r in rec.results)
+    if recorder.failures:
+        outcome = f"refused: {recorder.last_error}"
 else:
-    size = sum(len(r.text or "") for rec in iter_run(path) for r in rec.results)
+    try:
+        reader = read_run(path).records if mode == "read_run" else iter_run(path)
+        size = sum(len(r.text or "") for record in reader for r in record.results)
+        outcome = f"ok, {size:,} characters"
+    except SpanchorError as exc:
+        outcome = f"refused: {exc}"
 wall = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(base, peak, wall, size)
+print(base, peak, wall)
+print(outcome)
 """
 
 
-def _child(*args: str) -> tuple[int, int, float]:
-    """Run one measurement in a fresh interpreter (ru_maxrss is per process, never reset)."""
+def _child(*args: str) -> tuple[int, int, float, str]:
+    """One step in a fresh interpreter: (baseline KiB, peak KiB, wall seconds, outcome)."""
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, *args], check=True, capture_output=True, text=True
-    ).stdout.split()
-    return int(out[0]), int(out[1]), float(out[2])
+    ).stdout.splitlines()
+    base, peak, wall = out[0].split()
+    return int(base), int(peak), float(wall), out[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,18 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=int, default=200, help="size of the one text (MB of UTF-8)")
     parser.add_argument("--ascii", action="store_true", help="ASCII text only")
     args = parser.parse_args(argv)
+    piece = _ASCII if args.ascii else _MIXED
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "big.jsonl"
-        piece = _ASCII if args.ascii else _MIXED
-        write = _child("write", str(path), str(args.mb), piece)
-        size = path.stat().st_size
-        print(f"one record of {size / 1e6:.1f} MB on disk ({'ASCII' if args.ascii else 'mixed'})")
-        print(f"{'step':<10} {'wall s':>8} {'peak MiB':>10} {'growth MiB':>11} {'peak/record':>12}")
-        for mode in ("baseline", "write", "read_run", "iter_run"):
-            base, peak, wall = write if mode == "write" else _child(mode, str(path))
+        made = Path(directory) / "big.jsonl"
+        _child("make", str(made), str(args.mb), piece)
+        size = made.stat().st_size
+        kind = "ASCII" if args.ascii else "mixed"
+        print(f"one record of {size / 1e6:.1f} MB on disk ({kind} text)")
+        print(f"{'step':<9} {'wall s':>7} {'peak MiB':>9} {'growth MiB':>11} {'peak/record':>12}")
+        for mode in ("record", "read_run", "iter_run"):
+            target = Path(directory) / "recorded.jsonl" if mode == "record" else made
+            base, peak, wall, outcome = _child(mode, str(target), str(args.mb), piece)
             growth = (peak - base) / 1024  # ru_maxrss is in KiB on Linux
             ratio = peak * 1024 / size
-            print(f"{mode:<10} {wall:>8.2f} {peak / 1024:>10.0f} {growth:>11.0f} {ratio:>11.1f}x")
+            print(f"{mode:<9} {wall:>7.2f} {peak / 1024:>9.0f} {growth:>11.0f} {ratio:>11.1f}x")
+            print(f"          {outcome[:150]}")
     return 0
 
 

@@ -168,7 +168,7 @@ class JsonlLine(NamedTuple):
     end: int
 
 
-MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+MAX_LINE_BYTES: int = 64 * 1024 * 1024
 """The longest JSONL line spanchor reads or writes (64 MiB): a record over it is refused
 with a clear error rather than read at several times its size in memory."""
 
@@ -182,7 +182,7 @@ def jsonl_lines(
     number: int = 1,
     hint: str = "save the file as UTF-8",
     what: str = "line",
-    max_bytes: int = MAX_LINE_BYTES,
+    max_bytes: int | None = None,
 ) -> Iterator[JsonlLine]:
     """The non-blank lines of ``handle`` from byte ``offset`` (which is line ``number``) on.
 
@@ -190,8 +190,11 @@ def jsonl_lines(
     before it is white space. A byte-order mark at the start of the file is dropped. Bytes
     that are not UTF-8 raise ``error`` at ``path:line`` with their offset in the file, except
     an incomplete character at the very end of a torn last line (see :class:`JsonlLine`). A
-    line longer than ``max_bytes`` raises ``error`` before it is read whole.
+    line longer than ``max_bytes`` (default :data:`MAX_LINE_BYTES`) raises ``error`` before it
+    is read whole.
     """
+    if max_bytes is None:
+        max_bytes = MAX_LINE_BYTES
     handle.seek(offset)
     while True:
         raw = handle.readline(max_bytes + 1)
@@ -245,6 +248,7 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
+    # Called for float literals only (a few per record), so cheaper than scanning the text.
     number = float(text)
     if math.isfinite(number):
         return number
@@ -263,9 +267,6 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-# A float literal can only overflow with a three-digit exponent or 309 digits: where neither
-# appears (almost always), the parser's own float conversion runs and no hook is paid for.
-_MAYBE_HUGE = re.compile(r"[eE][+]?\d{3}|\d{309}")
 _LONE_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -325,15 +326,13 @@ def loads_strict(
     try:
         if allow_nan:
             data = json.loads(text, object_pairs_hook=_unique)
-        elif _MAYBE_HUGE.search(text):
+        else:
             data = json.loads(
                 text,
                 object_pairs_hook=_unique,
                 parse_constant=_no_constant,
                 parse_float=_finite_float,
             )
-        else:
-            data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
     except _Rejected as err:
         raise error(err.message, path=path, line=line, hint=hint) from None
     except json.JSONDecodeError as err:

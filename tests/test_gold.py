@@ -588,3 +588,53 @@ def test_legacy_sha256_is_the_structure_hash_0x_runs_record() -> None:
     renamed = GoldSet([GoldQuery(q.query_id, "other question", q.anchors) for q in gold.entries])
     assert renamed.legacy_sha256 == gold.legacy_sha256
     assert renamed.sha256 != gold.sha256
+
+
+# ---------------------------------------------------------------- one strictness (issue 12)
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([HEADER, _line(question="caf\ud800")], r"g\.jsonl:2: a lone surrogate escape"),
+        ([HEADER, _line(), _line("q2", tags=["\udfff"])], r"g\.jsonl:3: a lone surrogate escape"),
+        ([HEADER, _line(metadata={"k": "\udbff"})], r":2: a lone surrogate escape"),
+        ([HEADER | {"description": "\ud800"}], r":1: a lone surrogate escape"),
+        ([HEADER, '{"query_id": "q", "x": 1e400}'], r":2: the number 1e400 is too large"),
+        ([HEADER, '{"query_id": "q", "x": -1E+999}'], r":2: the number -1E\+999 is too large"),
+    ],
+)
+def test_text_no_utf8_file_can_hold_and_non_finite_numbers_are_refused(
+    tmp_path: Path, lines: list[Any], expected: str
+) -> None:
+    path = _write_lines(tmp_path / "g.jsonl", lines)  # json.dumps escapes the surrogates
+    with pytest.raises(GoldError, match=expected):
+        read_gold(path)
+
+
+def test_a_legacy_line_with_a_schema_version_that_is_no_string_is_a_gold_error(
+    tmp_path: Path,
+) -> None:
+    first = LEGACY_LINES[0]
+    not_strings: list[Any] = [[], {}, 1, None]
+    for bad in not_strings:
+        path = _write_lines(tmp_path / "old.jsonl", [first, {**first, "schema_version": bad}])
+        with pytest.raises(GoldError, match=r"old\.jsonl:2: unknown gold schema_version"):
+            read_gold(path)
+    path = _write_lines(tmp_path / "first.jsonl", [{**first, "schema_version": []}])
+    with pytest.raises(GoldError, match=r"first\.jsonl:1: not a spanchor gold set"):
+        read_gold(path)
+
+
+def test_write_refuses_text_utf8_cannot_hold(tmp_path: Path) -> None:
+    anchor = Anchor("a", 0, 7, _h("Anchors"))
+    with pytest.raises(GoldError, match=r"cannot write query 'q' \(entry 0\): a lone surrogate"):
+        write_gold([GoldQuery("q", "caf\ud800", (anchor,))], tmp_path / "g.jsonl")
+    assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_validate_reports_an_empty_gold_set(corpus: Corpus) -> None:
+    (problem,) = validate_gold(GoldSet(), corpus)
+    assert (problem.code, problem.line, problem.query_id) == ("empty_gold_set", None, "")
+    assert str(problem) == "the gold set has no queries [empty_gold_set]"
+    assert problem.code in PROBLEM_CODES

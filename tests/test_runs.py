@@ -154,13 +154,13 @@ def test_a_run_file_has_exactly_the_documented_bytes(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     write_run(Run(_header(), [record]), path)
     assert path.read_text("utf-8") == (
-        '{"kind": "spanchor.run", "schema_version": 1, "spanchor_version": "0.5.0", '
-        '"created_at": "2025-01-02T03:04:05.000Z", '
-        '"retriever": {"description": "bm25", "parameters": {"k": 5}}, '
-        '"corpus_fingerprint": null, "gold_sha256": null, "tags": {}}\n'
-        '{"query_id": "q1", "query": "Où?", "results": [{"rank": 1, "text": "été", "score": 0.5, '
-        '"document_id": "doc", "start": 0, "end": 3, "metadata": {"b": 1, "a": [true, null]}}], '
-        '"latency_ms": 2.5, "error": null}\n'
+        '{"kind":"spanchor.run","schema_version":1,"spanchor_version":"0.5.0",'
+        '"created_at":"2025-01-02T03:04:05.000Z",'
+        '"retriever":{"description":"bm25","parameters":{"k":5}},'
+        '"corpus_fingerprint":null,"gold_sha256":null,"tags":{}}\n'
+        '{"query_id":"q1","query":"Où?","results":[{"rank":1,"text":"été","score":0.5,'
+        '"document_id":"doc","start":0,"end":3,"metadata":{"b":1,"a":[true,null]}}],'
+        '"latency_ms":2.5,"error":null}\n'
     )
 
 

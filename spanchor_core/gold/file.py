@@ -250,24 +250,31 @@ def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]
         header["metadata"] = dict(gold_set.metadata)
     try:
         GoldHeader.model_validate(header)
-        chunks = [json.dumps(header, ensure_ascii=False, allow_nan=False)]
+        chunks = [_encoded(header)]
     except (ValidationError, ValueError, TypeError) as err:
-        detail = describe_validation_error(err) if isinstance(err, ValidationError) else str(err)
-        raise GoldError(f"cannot write the header: {detail}", path=target) from None
+        raise GoldError(f"cannot write the header: {_detail(err)}", path=target) from None
     for index, query in enumerate(gold_set.entries):
         line = query_to_json(query)
         try:
             GoldQueryLine.model_validate(line)
-            text = json.dumps(line, ensure_ascii=False, allow_nan=False)
+            chunks.append(_encoded(line))
         except (ValidationError, ValueError, TypeError) as err:
-            detail = (
-                describe_validation_error(err) if isinstance(err, ValidationError) else str(err)
-            )
             raise GoldError(
-                f"cannot write query {query.query_id!r} (entry {index}): {detail}",
+                f"cannot write query {query.query_id!r} (entry {index}): {_detail(err)}",
                 path=target,
                 hint="metadata must be JSON; anchor hashes must be sha256 hex",
             ) from None
-        chunks.append(text)
-    data = ("\n".join(chunks) + "\n").encode("utf-8")
-    atomic_write(target, data, error=GoldError, what="gold set")
+    atomic_write(target, b"".join(chunks), error=GoldError, what="gold set")
+
+
+def _encoded(line: dict[str, Any]) -> bytes:
+    # UTF-8 cannot hold a lone surrogate: refused here, as the reader refuses its escape
+    return (json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def _detail(err: Exception) -> str:
+    if isinstance(err, ValidationError):
+        return describe_validation_error(err)
+    if isinstance(err, UnicodeEncodeError):
+        return f"a lone surrogate ({err.object[err.start]!r}) is not a character"
+    return str(err)

@@ -43,6 +43,8 @@ class GoldProblem:
     """0-based index of the anchor in its query, when the problem is about one anchor."""
 
     def __str__(self) -> str:
+        if self.code == "empty_gold_set":  # about the set, not about a query
+            return f"{self.message} [{self.code}]"
         where = f"line {self.line}: " if self.line is not None else ""
         return f"{where}{self.query_id!r}: {self.message} [{self.code}]"
 

@@ -2,7 +2,8 @@
 
 A run file is the contract between whoever ran the retriever (the LangChain and LlamaIndex
 recorders, a user's script, a spanchor 0.x results file) and the gate. It is JSONL so that a
-crashed process leaves every complete line readable and runs diff and stream well::
+crashed process leaves every complete line readable and runs diff and stream well (spanchor
+writes it compactly, without spaces; shown here with them)::
 
     {"kind": "spanchor.run", "schema_version": 1, "spanchor_version": "0.5.0", "created_at": ...,
      "retriever": {"description": ..., "parameters": {...}}, "corpus_fingerprint": ...,
@@ -10,6 +11,12 @@ crashed process leaves every complete line readable and runs diff and stream wel
     {"query_id": "q1", "query": "...", "results": [{"rank": 1, "text": "...", "score": 0.8,
      "document_id": null, "start": null, "end": null, "metadata": {}}], "latency_ms": 3.1,
      "error": null}
+
+Guarantees: a crash loses at most the line being written, and readers skip such a torn last
+line (even one cut inside a multi-byte character) with one ``path:line`` warning; any number
+of processes may append to one file; every other defect (bad JSON, duplicate keys, non-finite
+numbers, negative latency, a line over 64 MiB) is a :class:`~spanchor_core.errors.RunError`
+at ``path:line``.
 
 The package follows the flow of a run, one concept a module:
 

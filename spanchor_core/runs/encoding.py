@@ -1,20 +1,35 @@
 """Deterministic JSON encoding of run-file lines: no NaN, never failing on odd metadata.
 
-One function, :func:`encode_line`, turns a line's JSON object into its bytes: keys in the order
-given, ``ensure_ascii=False``, non-finite floats as ``null``, values JSON cannot hold converted
-(never dropped), and text with lone surrogates written with ``\\u`` escapes for that line only,
-so it stays valid UTF-8 and reads back unchanged. The same value always gives the same bytes.
+One function, :func:`encode_line`, turns a line's JSON object into its bytes: compact
+separators, keys in the order given, UTF-8 text unescaped, non-finite floats as ``null``,
+values JSON cannot hold converted (never dropped: dates to ISO strings, enums to their value,
+sets to sorted lists, numpy values to numbers and lists, anything else to ``str(value)``), and
+text with lone surrogates written with ``\\u`` escapes for that line only, so it stays valid
+UTF-8 and reads back unchanged. The same value always gives the same bytes.
+
+Lines are encoded with orjson when it is installed (recording is dominated by encoding) and
+with the stdlib otherwise, or when orjson refuses a value (lone surrogates, non-string keys,
+integers beyond 64 bits, cycles, nesting past 254 levels). Both paths give the same JSON
+value; only the spelling of some floats differs (``0.00001`` against ``1e-05``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import enum
 import json
 import math
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
+
+_orjson: ModuleType | None
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib path stays complete
+    _orjson = None
 
 __all__ = ["dumps", "encode_line", "json_native"]
 
@@ -23,6 +38,10 @@ def _json_default(value: Any) -> Any:
     """Turn what JSON cannot hold into what it can, the same way every time."""
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple):  # named tuples reach here from orjson; the stdlib lists them
+        return list(value)
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, set | frozenset):
@@ -41,8 +60,21 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_json_default)
-_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, default=_json_default)
+_SEPARATORS = (",", ":")
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, default=_json_default, separators=_SEPARATORS
+)
+_ASCII_ENCODER = json.JSONEncoder(
+    ensure_ascii=True, allow_nan=False, default=_json_default, separators=_SEPARATORS
+)
+# Dataclasses and dates go through _json_default as on the stdlib path (orjson has its own).
+_ORJSON_OPTIONS = (
+    0
+    if _orjson is None
+    else _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_APPEND_NEWLINE
+)
 _MAX_DEPTH = 100
 
 
@@ -75,7 +107,7 @@ def _sanitize(value: Any, depth: int = 0) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """``value`` as compact-enough JSON text (see the module doc for what is converted)."""
+    """``value`` as compact JSON text, by the stdlib (see the module doc for what is converted)."""
     try:
         return _ENCODER.encode(value)
     except (ValueError, TypeError, RecursionError):
@@ -91,6 +123,13 @@ def json_native(value: dict[str, Any]) -> dict[str, Any]:
 
 def encode_line(value: Any) -> bytes:
     """One JSONL line as UTF-8 bytes, newline included."""
+    if _orjson is not None:
+        try:
+            line: bytes = _orjson.dumps(value, default=_json_default, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError: a value only the stdlib path converts
+            pass
+        else:
+            return line
     text = dumps(value)
     try:
         return (text + "\n").encode("utf-8")

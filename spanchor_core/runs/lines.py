@@ -10,6 +10,7 @@ died mid-line) is skipped with one warning.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -106,6 +107,14 @@ _RESULT_KEYS = frozenset(RetrievedResultModel.model_fields)
 _STR_OR_NONE = frozenset({str, type(None)})
 _INT_OR_NONE = frozenset({int, type(None)})
 _NUMBER_OR_NONE = frozenset({float, int, type(None)})
+_FLOAT_MAX: Final = sys.float_info.max
+
+
+def _too_big(number: Any) -> bool:
+    """An integer no float can hold (the model then words the error)."""
+    return type(number) is int and not -_FLOAT_MAX <= number <= _FLOAT_MAX
+
+
 _ABSENT: Any = object()
 
 
@@ -127,7 +136,7 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         or type(items) is not list
         or type(query_id) not in _STR_OR_NONE
         or type(latency) not in _NUMBER_OR_NONE
-        or (latency is not None and latency < 0)
+        or (latency is not None and (latency < 0 or _too_big(latency)))
         or type(error) not in _STR_OR_NONE
     ):
         return None
@@ -160,6 +169,7 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
             type(rank) not in _INT_OR_NONE
             or type(text) not in _STR_OR_NONE
             or type(score) not in _NUMBER_OR_NONE
+            or _too_big(score)
             or type(document_id) not in _STR_OR_NONE
             or type(start) not in _INT_OR_NONE
             or type(end) not in _INT_OR_NONE

@@ -13,10 +13,12 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from types import ModuleType
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from spanchor_core import _io
 from spanchor_core._io import describe_validation_error, loads_strict
 from spanchor_core.errors import InputError, RecorderError, RunError
 from spanchor_core.runs.encoding import encode_line
@@ -24,54 +26,101 @@ from spanchor_core.runs.file_models import RetrieverInfo, RunHeader
 from spanchor_core.runs.lines import header_from_object
 from spanchor_core.runs.model import RetrievedResult, Stage
 from spanchor_core.runs.query_ids import GoldLookup, lookup_query_id
-from spanchor_core.runs.write import header_line, provenance_payload, record_payload
+from spanchor_core.runs.write import (
+    check_line_size,
+    header_line,
+    provenance_payload,
+    record_payload,
+)
 
 __all__ = ["RunRecorder"]
 
 _log = logging.getLogger(__name__)
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+_READ_BLOCK = 65536
+# How a torn header of ours starts (the writer puts "kind" first): only such a file, with no
+# complete line at all, is emptied and started again; anything else is someone else's file.
+_OUR_HEADER_START = b'{"kind":"spanchor.run"'
+
+_fcntl: ModuleType | None
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, one process per file
+    _fcntl = None
 
 
-def _existing_header(path: Path) -> RunHeader | None:
-    """Check the file we are about to append to; drop a torn tail so appends stay line-aligned."""
-    try:
-        with path.open("r+b") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size == 0:
-                return None
-            handle.seek(max(0, size - 1))
-            if handle.read(1) != b"\n":
-                # A torn last line (a crash mid-write): appending would glue our first line onto
-                # it and turn a skippable tail into a corrupt middle line. Cut it off.
-                keep = _last_newline_end(handle, size)
-                handle.truncate(keep)
-                _log.warning("%s: dropped an incomplete last line before appending", path)
-                if keep == 0:
-                    return None
-            handle.seek(0)
-            first = handle.readline()
-    except FileNotFoundError:
-        return None
-    try:
-        obj = loads_strict(first.decode("utf-8-sig"), path=path, line=1, error=RunError)
-        return header_from_object(obj, path, 1)
-    except (UnicodeDecodeError, RunError) as exc:
-        raise RecorderError(f"{path}: cannot append, not a spanchor run file: {exc}") from None
+def _lock(fd: int) -> None:
+    """Take the file's exclusive advisory lock (waits for other processes to let go)."""
+    if _fcntl is not None:
+        _fcntl.flock(fd, _fcntl.LOCK_EX)
 
 
-def _last_newline_end(handle: BinaryIO, size: int) -> int:
-    block = 65536
+def _unlock(fd: int) -> None:
+    if _fcntl is not None:
+        _fcntl.flock(fd, _fcntl.LOCK_UN)
+
+
+def _first_line(fd: int, size: int) -> bytes:
+    """The file's first line, newline included if it has one (at most one line limit long)."""
+    chunks: list[bytes] = []
+    offset = 0
+    while offset < size and offset <= _io.MAX_LINE_BYTES:
+        chunk = os.pread(fd, min(_READ_BLOCK, size - offset), offset)
+        if not chunk:
+            break
+        found = chunk.find(b"\n")
+        if found >= 0:
+            chunks.append(chunk[: found + 1])
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    """The offset just after the file's last newline (0 when it has none)."""
     end = size
     while end > 0:
-        start = max(0, end - block)
-        handle.seek(start)
-        chunk = handle.read(end - start)
-        found = chunk.rfind(b"\n")
+        start = max(0, end - _READ_BLOCK)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
         if found >= 0:
             return start + found + 1
         end = start
     return 0
+
+
+def _prepare_append(fd: int, path: Path) -> RunHeader | None:
+    """Make an existing file ready for appending; its header, or ``None`` if it needs one.
+
+    Runs under the exclusive lock, so no other recorder is writing meanwhile: a last line
+    without newline is then a torn write of a writer that died, never one still under way,
+    and cutting it off (so that our first line does not glue onto it) loses nothing live.
+    The header is checked before anything is cut: a file that is not a run is left untouched.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return None
+    first = _first_line(fd, size)
+    if not first.endswith(b"\n"):  # no complete line: a header torn at creation?
+        compact = first.replace(b" ", b"")
+        if _OUR_HEADER_START.startswith(compact) or compact.startswith(_OUR_HEADER_START):
+            os.ftruncate(fd, 0)
+            _log.warning("%s: dropped an incomplete header line before appending", path)
+            return None
+        raise RecorderError(f"{path}: cannot append, not a spanchor run file (no complete line)")
+    try:
+        text = first.decode("utf-8")
+        text = text[1:] if text.startswith("\ufeff") else text
+        obj = loads_strict(text, path=path, line=1, error=RunError, invalid="invalid JSON")
+        header = header_from_object(obj, path, 1)
+    except (UnicodeDecodeError, RunError) as exc:
+        detail = exc.message if isinstance(exc, RunError) else "not UTF-8"
+        raise RecorderError(f"{path}: cannot append, not a spanchor run file: {detail}") from None
+    if os.pread(fd, 1, size - 1) != b"\n":
+        os.ftruncate(fd, _last_newline_end(fd, size))
+        _log.warning("%s: dropped an incomplete last line before appending", path)
+    return header
 
 
 class RunRecorder:
@@ -82,6 +131,12 @@ class RunRecorder:
     * One ``write`` system call per record on an ``O_APPEND`` descriptor, no user-space buffer:
       a crash (even SIGKILL) loses at most the line being written, and :func:`read_run` skips
       such a torn line. (Durability against power loss would need fsync; we do not pay for it.)
+    * Any number of processes may record into one file (``mode="a"``, as pytest-xdist workers
+      or several app workers do): each write holds the file's exclusive advisory lock
+      (``fcntl.flock``, where the platform has it), and so does opening, so exactly one of
+      several processes creating a missing file writes the header and a torn tail is cut off
+      only while no other process is writing. A record over the line limit
+      (:data:`~spanchor_core._io.MAX_LINE_BYTES`, 64 MiB encoded) is refused as a failure.
     * Thread-safe (a lock around the write only; encoding happens outside it) and usable from
       async code: :meth:`arecord` never awaits while holding the lock.
     * Never raises into the caller's retrieval: failures are counted in :attr:`failures`, the
@@ -92,7 +147,8 @@ class RunRecorder:
       matches nothing is written with a null id and counted in :attr:`unmatched`.
     * ``mode="a"`` on an existing run file keeps that file's header (:attr:`header` is the one
       read back; the provenance arguments are then unused) and first cuts off a torn last line,
-      so the appended lines stay readable. Appending to anything else raises RecorderError.
+      so the appended lines stay readable. Appending to anything else raises RecorderError and
+      leaves the file as it was. ``mode="w"`` empties the file (under the lock) and starts it.
     """
 
     def __init__(
@@ -132,23 +188,41 @@ class RunRecorder:
             raise RecorderError(f"bad run header: {describe_validation_error(exc)}") from None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            existing = _existing_header(self.path) if mode == "a" else None
-            flags = _OPEN_FLAGS | (os.O_TRUNC if mode == "w" else 0)
-            self._fd = os.open(self.path, flags, 0o666)
+            self._fd = os.open(self.path, _OPEN_FLAGS, 0o666)
         except OSError as exc:
             raise RecorderError(
                 f"{self.path}: cannot open run file: {exc.strerror or exc}"
             ) from exc
         self._finalizer = weakref.finalize(self, _close_quietly, self._fd)
-        if existing is not None:
-            self.header = existing
-            return
         self.header = header
         try:
-            self._write(header_line(header))
-        except OSError as exc:
+            self._open_file(mode)
+        except BaseException as exc:
             self.close()
-            raise RecorderError(f"{self.path}: cannot write header: {exc.strerror or exc}") from exc
+            if isinstance(exc, OSError):
+                raise RecorderError(
+                    f"{self.path}: cannot prepare run file: {exc.strerror or exc}"
+                ) from exc
+            raise
+
+    def _open_file(self, mode: str) -> None:
+        """Truncate or check the file and write the header if it needs one, all under the
+        exclusive lock: of several processes creating one file at once exactly one writes
+        the header, and a torn tail is repaired only while nobody else writes."""
+        fd = self._fd
+        _lock(fd)
+        try:
+            if mode == "w":
+                os.ftruncate(fd, 0)
+                existing = None
+            else:
+                existing = _prepare_append(fd, self.path)
+            if existing is not None:
+                self.header = existing
+            else:
+                self._write(header_line(self.header))
+        finally:
+            _unlock(fd)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -217,10 +291,15 @@ class RunRecorder:
             line = encode_line(
                 record_payload(query_id, query, results, latency_ms, error, provenance)
             )
+            check_line_size(line)
             with self._lock:
                 if self._fd < 0:
                     raise RecorderError(f"{self.path}: recorder is closed")
-                self._write(line)
+                _lock(self._fd)
+                try:
+                    self._write(line)
+                finally:
+                    _unlock(self._fd)
                 self._records += 1
                 if not matched:
                     self._unmatched += 1
@@ -260,6 +339,9 @@ class RunRecorder:
         )
 
     def _write(self, data: bytes) -> None:
+        """Append ``data`` in one ``write`` (more only if the OS writes part of it); the
+        caller holds the file lock, so a failed write can be cut off without touching
+        another process's line."""
         view = memoryview(data)
         written = 0
         try:
@@ -267,7 +349,7 @@ class RunRecorder:
                 written += os.write(self._fd, view[written:])
         except OSError:
             if written:
-                # Half a line would corrupt the next one: cut it off (we hold the lock).
+                # Half a line would corrupt the next one: cut it off (we hold both locks).
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
             raise

@@ -58,6 +58,8 @@ def finite_float(value: Any, name: str) -> float | None:
         raise TypeError(f"{name} must be a number, got a string")
     try:
         number = float(value)
+    except OverflowError:  # an integer beyond any float: as unknown as infinity
+        return None
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
     return number if math.isfinite(number) else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from spanchor_core import _io
 from spanchor_core._io import atomic_write
 from spanchor_core.errors import RunError
 from spanchor_core.runs.encoding import encode_line
@@ -28,7 +29,7 @@ from spanchor_core.runs.results import (
     strict_int,
 )
 
-__all__ = ["header_line", "provenance_payload", "record_payload", "write_run"]
+__all__ = ["check_line_size", "header_line", "provenance_payload", "record_payload", "write_run"]
 
 
 def _result_payload(result: RetrievedResult) -> dict[str, Any]:
@@ -140,7 +141,26 @@ def record_payload(
     }
     if provenance:
         line.update(provenance)
+    # Each character is at least one byte: a record whose texts alone are over the limit is
+    # refused before it is encoded (which would cost several times its size in memory).
+    characters = len(query) + sum(len(result["text"] or "") for result in payload)
+    if characters > _io.MAX_LINE_BYTES:
+        _too_large(characters, "characters of text")
     return line
+
+
+def _too_large(size: int, unit: str) -> None:
+    raise ValueError(
+        f"the record holds {size:,} {unit}, over the "
+        f"{_io.MAX_LINE_BYTES / 2**20:g} MiB a run file line may hold; split huge texts "
+        "before recording them"
+    )
+
+
+def check_line_size(line: bytes) -> None:
+    """Refuse a line no reader would read (over :data:`~spanchor_core._io.MAX_LINE_BYTES`)."""
+    if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
+        _too_large(len(line), "bytes encoded")
 
 
 def header_line(header: RunHeader) -> bytes:
@@ -166,7 +186,9 @@ def write_run(run: Run, path: str | os.PathLike[str]) -> None:
                 record.error,
                 _record_provenance(record),
             )
+            line = encode_line(payload)
+            check_line_size(line)
         except (TypeError, ValueError) as exc:
             raise RunError(f"record {number} cannot be written: {exc}", path=file) from None
-        chunks.append(encode_line(payload))
+        chunks.append(line)
     atomic_write(file, b"".join(chunks), error=RunError, what="run file")
