@@ -1,29 +1,42 @@
-"""File plumbing shared by every reader and writer: atomic writes and strict JSON parsing.
+"""The one strict reading layer, and the atomic writer: every spanchor file passes here.
 
-Every file spanchor writes goes through :func:`atomic_write`, so an interrupted write never
-leaves a half-written gold set, evaluation or report behind, and a rewritten file keeps its
-permissions. Whole-file JSON documents (evaluations, comparisons) are parsed by
-:func:`loads_strict`, so malformed input of any kind (bad syntax, ``NaN``, duplicate keys,
-absurdly deep nesting, integers too long to convert) becomes the caller's
-:class:`~spanchor_core.errors.InputError` with a file and line, never a stray ``ValueError`` or
-``RecursionError``; the line-by-line readers of gold sets and runs catch the same kinds.
+Reading: :func:`open_for_reading` (an ``OSError`` becomes the caller's error naming the file),
+:func:`jsonl_lines` (a JSONL file as numbered, UTF-8-decoded lines: byte-order mark dropped,
+lines split on ``\\n`` only, a final line torn inside a multi-byte character marked rather than
+fatal), :func:`loads_strict` (JSON with duplicate keys, ``NaN``/``Infinity``, numbers too large
+for a float, absurd nesting and integers too long to convert all rejected as the caller's
+:class:`~spanchor_core.errors.InputError` with ``path:line``) and
+:func:`describe_validation_error` (the one way a pydantic error is worded). Writing:
+:func:`atomic_write`, so an interrupted write never leaves half a file behind and a rewritten
+file keeps its permissions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Final, NamedTuple
 
 from pydantic import ValidationError
 
 from spanchor_core.errors import InputError
 
-__all__ = ["atomic_write", "describe_validation_error", "loads_strict"]
+__all__ = [
+    "TORN",
+    "JsonlLine",
+    "atomic_write",
+    "describe_validation_error",
+    "jsonl_lines",
+    "loads_strict",
+    "open_for_reading",
+    "read_text",
+]
 
 
 def _default_mode() -> int:
@@ -84,6 +97,146 @@ def atomic_write(
             os.close(directory)
 
 
+# --------------------------------------------------------------------------------------------
+# Opening and splitting
+# --------------------------------------------------------------------------------------------
+
+
+def open_for_reading(
+    path: Path, *, error: type[InputError] = InputError, what: str = "file"
+) -> BinaryIO:
+    """``path`` opened for binary reading; an ``OSError`` becomes ``error`` naming the file."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise error(f"{what} does not exist", path=path, hint="check the path") from None
+    except IsADirectoryError:
+        raise error(f"is a directory, not a {what}", path=path) from None
+    except PermissionError:
+        raise error(f"cannot read {what}: permission denied", path=path) from None
+    except OSError as err:
+        raise error(f"cannot read {what}: {err.strerror or err}", path=path) from None
+    if path.is_dir():  # some platforms open directories without complaint
+        handle.close()
+        raise error(f"is a directory, not a {what}", path=path)
+    return handle
+
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+def read_text(
+    path: Path,
+    *,
+    error: type[InputError] = InputError,
+    what: str = "file",
+    hint: str = "save the file as UTF-8",
+) -> str:
+    """The whole of ``path`` as text, a leading byte-order mark dropped.
+
+    Bytes that are not UTF-8 raise ``error`` naming the line and the byte offset.
+    """
+    with open_for_reading(path, error=error, what=what) as handle:
+        try:
+            raw = handle.read()
+        except OSError as err:
+            raise error(f"cannot read {what}: {err.strerror or err}", path=path) from None
+    start = 3 if raw.startswith(_BOM) else 0
+    try:
+        return str(memoryview(raw)[start:], "utf-8")
+    except UnicodeDecodeError as err:
+        offset = start + err.start
+        line = raw.count(b"\n", 0, offset) + 1
+        raise error(
+            f"not UTF-8 (invalid byte at offset {offset})", path=path, line=line, hint=hint
+        ) from None
+
+
+class JsonlLine(NamedTuple):
+    """One non-blank line of a JSONL file.
+
+    ``text`` is the decoded line without surrounding white space. ``last`` is true for a final
+    line with no newline after it: the only line a crashed writer can have torn, and then
+    possibly inside a multi-byte character, whose bytes are left out of ``text`` (what remains
+    is incomplete JSON, which the reader skips as a torn line). ``end`` is the byte offset just
+    after the line.
+    """
+
+    number: int
+    text: str
+    last: bool
+    end: int
+
+
+MAX_LINE_BYTES: int = 64 * 1024 * 1024
+"""The longest JSONL line spanchor reads or writes (64 MiB): a record over it is refused
+with a clear error rather than read at several times its size in memory."""
+
+
+def jsonl_lines(
+    handle: BinaryIO,
+    path: Path,
+    *,
+    error: type[InputError] = InputError,
+    offset: int = 0,
+    number: int = 1,
+    hint: str = "save the file as UTF-8",
+    what: str = "line",
+    max_bytes: int | None = None,
+) -> Iterator[JsonlLine]:
+    """The non-blank lines of ``handle`` from byte ``offset`` (which is line ``number``) on.
+
+    Lines are split on ``\\n`` only (a ``\\u2028`` inside text is no line break); ``\\r``
+    before it is white space. A byte-order mark at the start of the file is dropped. Bytes
+    that are not UTF-8 raise ``error`` at ``path:line`` with their offset in the file, except
+    an incomplete character at the very end of a torn last line (see :class:`JsonlLine`). A
+    line longer than ``max_bytes`` (default :data:`MAX_LINE_BYTES`) raises ``error`` before it
+    is read whole.
+    """
+    if max_bytes is None:
+        max_bytes = MAX_LINE_BYTES
+    handle.seek(offset)
+    while True:
+        raw = handle.readline(max_bytes + 1)
+        if not raw:
+            return
+        start = offset
+        offset += len(raw)
+        last = not raw.endswith(b"\n")
+        if last and len(raw) > max_bytes:
+            raise error(
+                f"{what} is longer than {max_bytes // (1024 * 1024)} MiB, the most spanchor "
+                "reads in one line",
+                path=path,
+                line=number,
+                hint="split huge texts before recording them",
+            )
+        skip = 3 if start == 0 and raw.startswith(_BOM) else 0
+        stop = len(raw) - (0 if last else 1)
+        try:
+            text = str(memoryview(raw)[skip:stop], "utf-8")
+        except UnicodeDecodeError as err:
+            if not (last and err.reason == "unexpected end of data" and err.end == stop - skip):
+                raise error(
+                    f"not UTF-8 (invalid byte at offset {start + skip + err.start})",
+                    path=path,
+                    line=number,
+                    hint=hint,
+                ) from None
+            text = str(memoryview(raw)[skip : skip + err.start], "utf-8")  # torn mid-character
+        del raw  # a huge line is not kept alive beside its text
+        if text and (text[0].isspace() or text[-1].isspace()):
+            text = text.strip()
+        if text:
+            yield JsonlLine(number, text, last, offset)
+        number += 1
+
+
+# --------------------------------------------------------------------------------------------
+# Strict JSON
+# --------------------------------------------------------------------------------------------
+
+
 class _Rejected(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -91,16 +244,57 @@ class _Rejected(Exception):
 
 
 def _no_constant(name: str) -> Any:
-    raise _Rejected(f"{name} is not a JSON number; write null or a finite number")
+    raise _Rejected(f"{name} is not valid JSON: write null or a finite number")
+
+
+def _finite_float(text: str) -> float:
+    # Called for float literals only (a few per record), so cheaper than scanning the text.
+    number = float(text)
+    if math.isfinite(number):
+        return number
+    shown = text if len(text) <= 20 else f"{text[:17]}..."
+    raise _Rejected(f"the number {shown} is too large for a float; write null or a finite number")
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise _Rejected(f"the key {key!r} appears twice in one object")
-        data[key] = value
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Rejected(f"the key {key!r} appears twice in one object")
+            seen.add(key)
     return data
+
+
+_LONE_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    # Only reached when the raw text holds a surrogate escape: rare, so a plain walk will do.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+class _Torn:
+    def __repr__(self) -> str:
+        return "TORN"
+
+
+TORN: Final = _Torn()
+"""What :func:`loads_strict` returns for a torn last line (see its ``torn`` argument)."""
 
 
 def loads_strict(
@@ -111,27 +305,62 @@ def loads_strict(
     error: type[InputError] = InputError,
     what: str = "JSON",
     hint: str | None = None,
+    invalid: str | None = None,
+    allow_nan: bool = False,
+    text_only: bool = False,
+    torn: bool = False,
 ) -> Any:
-    """Parse JSON, refusing ``NaN``/``Infinity`` and duplicate keys, raising ``error``.
+    """Parse JSON strictly, raising ``error`` at ``path:line`` for anything it refuses.
+
+    Refused always: bad syntax, a key twice in one object, nesting too deep for the parser,
+    an integer literal too long to convert. Refused unless ``allow_nan`` (spanchor 0.x files
+    are read leniently): ``NaN``/``Infinity`` and numbers beyond a float (``1e400``).
+    ``text_only`` also refuses a lone surrogate escape (``"\\ud800"``), which no UTF-8 file can
+    hold, for formats whose text must be writable again. ``torn`` (a last line with no newline
+    after it) turns a syntax error into the :data:`TORN` marker instead of an error.
 
     ``line`` is the 1-based line of a JSONL record; for a whole-file document the line of a
-    syntax error is taken from the parser.
+    syntax error is taken from the parser. ``invalid`` words a syntax error's start (default
+    ``"not valid <what>"``).
     """
     try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique)
+        if allow_nan:
+            data = json.loads(text, object_pairs_hook=_unique)
+        else:
+            data = json.loads(
+                text,
+                object_pairs_hook=_unique,
+                parse_constant=_no_constant,
+                parse_float=_finite_float,
+            )
     except _Rejected as err:
         raise error(err.message, path=path, line=line, hint=hint) from None
     except json.JSONDecodeError as err:
+        if torn:
+            return TORN
         where = line if line is not None else err.lineno
         raise error(
-            f"not valid {what}: {err.msg} (column {err.colno})", path=path, line=where, hint=hint
+            f"{invalid or f'not valid {what}'}: {err.msg} (column {err.colno})",
+            path=path,
+            line=where,
+            hint=hint,
         ) from None
     except RecursionError:
         raise error(
-            f"not valid {what}: nested too deeply", path=path, line=line, hint=hint
+            f"{invalid or f'not valid {what}'}: nested too deeply", path=path, line=line, hint=hint
         ) from None
     except ValueError as err:  # e.g. an integer literal longer than Python converts
-        raise error(f"not valid {what}: {err}", path=path, line=line, hint=hint) from None
+        raise error(
+            f"{invalid or f'not valid {what}'}: {err}", path=path, line=line, hint=hint
+        ) from None
+    if text_only and _LONE_SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+        raise error(
+            "a lone surrogate escape (such as \\ud800) is not a character",
+            path=path,
+            line=line,
+            hint=hint or "remove it or write the character it was meant to be",
+        )
+    return data
 
 
 def describe_validation_error(error: ValidationError) -> str:

@@ -155,7 +155,7 @@ def test_empty_file_is_an_empty_gold_set(tmp_path: Path) -> None:
         ([HEADER, "{not json"], r"g\.jsonl:2: not valid JSON: Expecting property name"),
         ([HEADER, "[1, 2]"], r"g\.jsonl:2: expected a JSON object, found list"),
         ([HEADER, '{"query_id": "q", "query_id": "r"}'], r":2: the key 'query_id' appears twice"),
-        ([HEADER, '{"query_id": NaN}'], r":2: NaN is not a JSON number"),
+        ([HEADER, '{"query_id": NaN}'], r":2: NaN is not valid JSON: write null or a finite"),
         ([HEADER, {"query_id": "q", "anchors": []}], r":2: field 'question': missing"),
         ([HEADER, _line(question=3)], r":2: field 'question': input should be a valid string"),
         (
@@ -212,7 +212,7 @@ def test_missing_file_and_non_utf8(tmp_path: Path) -> None:
         read_gold(tmp_path / "nope.jsonl")
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(json.dumps(HEADER).encode() + b'\n{"question": "caf\xe9"}\n')
-    with pytest.raises(GoldError, match=r"latin1\.jsonl:2: not valid UTF-8 at byte 17"):
+    with pytest.raises(GoldError, match=r"latin1\.jsonl:2: not UTF-8 \(invalid byte at offset 64"):
         read_gold(path)
 
 
@@ -548,8 +548,8 @@ def test_anchor_from_text_ambiguous_lists_occurrences(corpus: Corpus) -> None:
         AnchorError, match=r"text occurs 2 times in the corpus: b\[0:4\], b\[9:13\]"
     ):
         anchor_from_text(corpus, "caf\u00e9")
-    assert anchor_from_text(corpus, "caf\u00e9", occurrence=1).span == DocSpan("b", 9, 13)
-    assert anchor_from_text(corpus, "caf\u00e9", document_id="b", occurrence=0).start == 0
+    assert anchor_from_text(corpus, "caf\u00e9", occurrence=2).span == DocSpan("b", 9, 13)
+    assert anchor_from_text(corpus, "caf\u00e9", document_id="b", occurrence=1).start == 0
     many = Corpus.from_texts({"m": "ab " * 7})
     with pytest.raises(AnchorError, match=r"m\[12:14\] and 2 more; name a document_id"):
         anchor_from_text(many, "ab")
@@ -562,8 +562,10 @@ def test_anchor_from_text_errors(corpus: Corpus) -> None:
         anchor_from_text(corpus, "caf\u00e9", document_id="a")
     with pytest.raises(AnchorError, match="document 'zz' is not in the corpus"):
         anchor_from_text(corpus, "x", document_id="zz")
-    with pytest.raises(AnchorError, match="occurrence 2 asked for, but the text occurs 2 times"):
-        anchor_from_text(corpus, "caf\u00e9", occurrence=2)
+    with pytest.raises(AnchorError, match="occurrence 3 asked for, but the text occurs 2 times"):
+        anchor_from_text(corpus, "caf\u00e9", occurrence=3)
+    with pytest.raises(AnchorError, match=r"occurrence 0 asked for.*numbered from 1 to 1"):
+        anchor_from_text(corpus, "carry", occurrence=0)
     with pytest.raises(AnchorError, match="occurrence -1 asked for"):
         anchor_from_text(corpus, "carry", occurrence=-1)
     with pytest.raises(AnchorError, match="cannot anchor empty text"):
@@ -586,3 +588,53 @@ def test_legacy_sha256_is_the_structure_hash_0x_runs_record() -> None:
     renamed = GoldSet([GoldQuery(q.query_id, "other question", q.anchors) for q in gold.entries])
     assert renamed.legacy_sha256 == gold.legacy_sha256
     assert renamed.sha256 != gold.sha256
+
+
+# ---------------------------------------------------------------- one strictness (issue 12)
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([HEADER, _line(question="caf\ud800")], r"g\.jsonl:2: a lone surrogate escape"),
+        ([HEADER, _line(), _line("q2", tags=["\udfff"])], r"g\.jsonl:3: a lone surrogate escape"),
+        ([HEADER, _line(metadata={"k": "\udbff"})], r":2: a lone surrogate escape"),
+        ([HEADER | {"description": "\ud800"}], r":1: a lone surrogate escape"),
+        ([HEADER, '{"query_id": "q", "x": 1e400}'], r":2: the number 1e400 is too large"),
+        ([HEADER, '{"query_id": "q", "x": -1E+999}'], r":2: the number -1E\+999 is too large"),
+    ],
+)
+def test_text_no_utf8_file_can_hold_and_non_finite_numbers_are_refused(
+    tmp_path: Path, lines: list[Any], expected: str
+) -> None:
+    path = _write_lines(tmp_path / "g.jsonl", lines)  # json.dumps escapes the surrogates
+    with pytest.raises(GoldError, match=expected):
+        read_gold(path)
+
+
+def test_a_legacy_line_with_a_schema_version_that_is_no_string_is_a_gold_error(
+    tmp_path: Path,
+) -> None:
+    first = LEGACY_LINES[0]
+    not_strings: list[Any] = [[], {}, 1, None]
+    for bad in not_strings:
+        path = _write_lines(tmp_path / "old.jsonl", [first, {**first, "schema_version": bad}])
+        with pytest.raises(GoldError, match=r"old\.jsonl:2: unknown gold schema_version"):
+            read_gold(path)
+    path = _write_lines(tmp_path / "first.jsonl", [{**first, "schema_version": []}])
+    with pytest.raises(GoldError, match=r"first\.jsonl:1: not a spanchor gold set"):
+        read_gold(path)
+
+
+def test_write_refuses_text_utf8_cannot_hold(tmp_path: Path) -> None:
+    anchor = Anchor("a", 0, 7, _h("Anchors"))
+    with pytest.raises(GoldError, match=r"cannot write query 'q' \(entry 0\): a lone surrogate"):
+        write_gold([GoldQuery("q", "caf\ud800", (anchor,))], tmp_path / "g.jsonl")
+    assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_validate_reports_an_empty_gold_set(corpus: Corpus) -> None:
+    (problem,) = validate_gold(GoldSet(), corpus)
+    assert (problem.code, problem.line, problem.query_id) == ("empty_gold_set", None, "")
+    assert str(problem) == "the gold set has no queries [empty_gold_set]"
+    assert problem.code in PROBLEM_CODES

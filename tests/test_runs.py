@@ -154,13 +154,13 @@ def test_a_run_file_has_exactly_the_documented_bytes(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     write_run(Run(_header(), [record]), path)
     assert path.read_text("utf-8") == (
-        '{"kind": "spanchor.run", "schema_version": 1, "spanchor_version": "0.5.0", '
-        '"created_at": "2025-01-02T03:04:05.000Z", '
-        '"retriever": {"description": "bm25", "parameters": {"k": 5}}, '
-        '"corpus_fingerprint": null, "gold_sha256": null, "tags": {}}\n'
-        '{"query_id": "q1", "query": "Où?", "results": [{"rank": 1, "text": "été", "score": 0.5, '
-        '"document_id": "doc", "start": 0, "end": 3, "metadata": {"b": 1, "a": [true, null]}}], '
-        '"latency_ms": 2.5, "error": null}\n'
+        '{"kind":"spanchor.run","schema_version":1,"spanchor_version":"0.5.0",'
+        '"created_at":"2025-01-02T03:04:05.000Z",'
+        '"retriever":{"description":"bm25","parameters":{"k":5}},'
+        '"corpus_fingerprint":null,"gold_sha256":null,"tags":{}}\n'
+        '{"query_id":"q1","query":"Où?","results":[{"rank":1,"text":"été","score":0.5,'
+        '"document_id":"doc","start":0,"end":3,"metadata":{"b":1,"a":[true,null]}}],'
+        '"latency_ms":2.5,"error":null}\n'
     )
 
 
@@ -390,7 +390,7 @@ def test_a_header_only_file_is_an_empty_run(tmp_path: Path) -> None:
 
 
 def test_missing_file_directory_empty_and_not_utf8_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(RunError, match="run file not found"):
+    with pytest.raises(RunError, match="run file does not exist"):
         read_run(tmp_path / "absent.jsonl")
     with pytest.raises(RunError, match="is a directory"):
         read_run(tmp_path)
@@ -399,7 +399,7 @@ def test_missing_file_directory_empty_and_not_utf8_are_clear_errors(tmp_path: Pa
     with pytest.raises(RunError, match="empty file"):
         read_run(empty)
     latin = tmp_path / "latin.jsonl"
-    latin.write_bytes(b'{"kind": "spanchor.run"}\n{"query": "caf\xe9"}\n')
+    latin.write_bytes(f"{_header_text()}\n".encode() + b'{"query": "caf\xe9"}\n')
     with pytest.raises(RunError, match=r"latin\.jsonl:2: not UTF-8") as info:
         read_run(latin)
     assert info.value.line == 2

@@ -1,0 +1,280 @@
+"""Gold set files: the header line, the query lines, reading (ours and 0.x) and writing.
+
+A gold set is a JSONL file, one query per line, after a header line that says what the file
+is::
+
+    {"kind": "spanchor.gold", "schema_version": 1, "spanchor_version": "0.5.0"}
+    {"query_id": "q1", "question": "What is RAG?", "anchors": [{"document_id": "intro",
+     "start": 0, "end": 142, "hash": "d683b9..."}], "tags": ["smoke"]}
+
+``hash`` is the sha256 hex of the anchor's canonical text (:func:`spanchor_core.sha256_text`).
+spanchor 0.x gold files are read as they are (:mod:`spanchor_core.gold.legacy`). ``tags`` and
+``metadata`` are written only when not empty.
+
+Reading goes through the strict reading layer (:mod:`spanchor_core._io`) and is strict about
+*shape*: a line that is not JSON (duplicate keys, ``NaN``, ``1e400``, a lone surrogate escape
+included), a missing or mistyped field, an unknown ``kind`` or ``schema_version`` raise
+:class:`~spanchor_core.errors.GoldError` at once (``path:line: what; what to do``). It is
+lenient about *meaning*: duplicate query ids, empty or inverted spans, queries without anchors
+and empty questions are kept for :func:`~spanchor_core.gold.validate_gold` to report together.
+:attr:`GoldSet.entries` holds every query line in file order; the mapping view keeps the first
+query of each id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spanchor_core._io import (
+    atomic_write,
+    describe_validation_error,
+    jsonl_lines,
+    loads_strict,
+    open_for_reading,
+)
+from spanchor_core._version import __version__
+from spanchor_core.errors import GoldError
+from spanchor_core.gold.legacy import read_legacy_query
+from spanchor_core.gold.model import (
+    GOLD_KIND,
+    GOLD_SCHEMA_VERSION,
+    Anchor,
+    GoldQuery,
+    GoldSet,
+    query_to_json,
+)
+
+__all__ = [
+    "GoldAnchorLine",
+    "GoldHeader",
+    "GoldQueryLine",
+    "gold_json_schemas",
+    "read_gold",
+    "write_gold",
+]
+
+_SHA256_HEX: Final = r"^[0-9a-f]{64}$"
+
+
+class GoldHeader(BaseModel):
+    """First line of a gold set file: what it is and who wrote it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    kind: Literal["spanchor.gold"] = GOLD_KIND
+    schema_version: Literal[1] = GOLD_SCHEMA_VERSION
+    spanchor_version: str | None = None
+    description: str | None = None
+    corpus_fingerprint: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class GoldAnchorLine(BaseModel):
+    """An anchor as written in a gold line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    document_id: str
+    start: int
+    end: int
+    hash: str = Field(pattern=_SHA256_HEX, description="sha256 hex of the canonical span text")
+
+
+class GoldQueryLine(BaseModel):
+    """One query line of a gold set file (every line after the header)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    query_id: str
+    question: str
+    anchors: list[GoldAnchorLine]
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def gold_json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas of the gold file's header line and query line, by name."""
+    return {
+        "gold-header": GoldHeader.model_json_schema(),
+        "gold-query": GoldQueryLine.model_json_schema(),
+    }
+
+
+def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
+    data = loads_strict(
+        text,
+        path=path,
+        line=line,
+        error=GoldError,
+        hint="each line must be one complete JSON object",
+        text_only=True,
+    )
+    if not isinstance(data, dict):
+        raise GoldError(
+            f"expected a JSON object, found {type(data).__name__}",
+            path=path,
+            line=line,
+            hint="each line must be one JSON object",
+        )
+    return data
+
+
+def _read_header(data: dict[str, Any], path: Path, line: int) -> GoldHeader:
+    kind = data.get("kind")
+    if kind != GOLD_KIND:
+        raise GoldError(
+            f"this is a {kind!r} file, not a gold set",
+            path=path,
+            line=line,
+            hint=f"pass a file whose header line has kind {GOLD_KIND!r}",
+        )
+    version = data.get("schema_version")
+    if version != GOLD_SCHEMA_VERSION or isinstance(version, bool):
+        raise GoldError(
+            f"unsupported gold schema_version {version!r} (this spanchor reads "
+            f"{GOLD_SCHEMA_VERSION})",
+            path=path,
+            line=line,
+            hint="upgrade spanchor to read newer gold sets",
+        )
+    try:
+        return GoldHeader.model_validate(data)
+    except ValidationError as err:
+        raise GoldError(
+            f"bad header: {describe_validation_error(err)}",
+            path=path,
+            line=line,
+            hint="fix the header line",
+        ) from None
+
+
+def _read_query(data: dict[str, Any], path: Path, line: int) -> GoldQuery:
+    if "kind" in data:
+        raise GoldError(
+            f"unexpected {data['kind']!r} header in the middle of a gold set",
+            path=path,
+            line=line,
+            hint="a gold set has one header, on its first line; do not concatenate files",
+        )
+    try:
+        model = GoldQueryLine.model_validate(data)
+    except ValidationError as err:
+        raise GoldError(
+            describe_validation_error(err),
+            path=path,
+            line=line,
+            hint="fix the line or regenerate the gold set",
+        ) from None
+    return GoldQuery(
+        model.query_id,
+        model.question,
+        tuple(Anchor(a.document_id, a.start, a.end, a.hash) for a in model.anchors),
+        tuple(model.tags),
+        dict(model.metadata),
+        line,
+    )
+
+
+def read_gold(path: str | os.PathLike[str]) -> GoldSet:
+    """Read a gold set: ours (header line first) or a spanchor 0.x gold file.
+
+    The format is decided by the first non-blank line, never by the file name: a header
+    with ``kind`` means ours, a query line with a 0.x ``schema_version`` means 0.x. A file
+    with no non-blank lines is an empty gold set. Blank lines are skipped everywhere.
+    Raises :class:`GoldError` naming path and line for anything it cannot read; see the
+    module docs for what is left to :func:`validate_gold`.
+    """
+    source = Path(path)
+    with open_for_reading(source, error=GoldError, what="gold set file") as handle:
+        lines = jsonl_lines(handle, source, error=GoldError, hint="save the gold set as UTF-8")
+        first = next(lines, None)
+        if first is None:
+            return GoldSet(path=source)
+        number = first.number
+        data = _parse_line(first.text, source, number)
+        if "kind" in data:
+            header = _read_header(data, source, number)
+            queries = [
+                _read_query(_parse_line(x.text, source, x.number), source, x.number) for x in lines
+            ]
+            return GoldSet(
+                queries,
+                path=source,
+                description=header.description,
+                corpus_fingerprint=header.corpus_fingerprint,
+                metadata=header.metadata,
+                file_format=f"{GOLD_KIND}/{GOLD_SCHEMA_VERSION}",
+            )
+        if isinstance(data.get("schema_version"), str):
+            queries = [read_legacy_query(data, source, number)]
+            queries.extend(
+                read_legacy_query(_parse_line(x.text, source, x.number), source, x.number)
+                for x in lines
+            )
+            return GoldSet(queries, path=source, file_format="spanchor-0.x")
+    raise GoldError(
+        "not a spanchor gold set: the first line has no 'kind'",
+        path=source,
+        line=number,
+        hint=f"start the file with a header line such as "
+        f'{{"kind": "{GOLD_KIND}", "schema_version": {GOLD_SCHEMA_VERSION}}}',
+    )
+
+
+def write_gold(gold: GoldSet | Iterable[GoldQuery], path: str | os.PathLike[str]) -> None:
+    """Write ``gold`` as a gold set file, atomically.
+
+    The file is written next to its destination, flushed and fsynced, then renamed over
+    it, so a reader sees the old file or the new one, never half of one. Every query line
+    is checked against the line model first: a gold set that could not be read back is
+    not written. Output is deterministic (entries in order, keys in a fixed order).
+    """
+    target = Path(path)
+    gold_set = gold if isinstance(gold, GoldSet) else GoldSet(gold)
+    header: dict[str, Any] = {
+        "kind": GOLD_KIND,
+        "schema_version": GOLD_SCHEMA_VERSION,
+        "spanchor_version": __version__,
+    }
+    if gold_set.description is not None:
+        header["description"] = gold_set.description
+    if gold_set.corpus_fingerprint is not None:
+        header["corpus_fingerprint"] = gold_set.corpus_fingerprint
+    if gold_set.metadata:
+        header["metadata"] = dict(gold_set.metadata)
+    try:
+        GoldHeader.model_validate(header)
+        chunks = [_encoded(header)]
+    except (ValidationError, ValueError, TypeError) as err:
+        raise GoldError(f"cannot write the header: {_detail(err)}", path=target) from None
+    for index, query in enumerate(gold_set.entries):
+        line = query_to_json(query)
+        try:
+            GoldQueryLine.model_validate(line)
+            chunks.append(_encoded(line))
+        except (ValidationError, ValueError, TypeError) as err:
+            raise GoldError(
+                f"cannot write query {query.query_id!r} (entry {index}): {_detail(err)}",
+                path=target,
+                hint="metadata must be JSON; anchor hashes must be sha256 hex",
+            ) from None
+    atomic_write(target, b"".join(chunks), error=GoldError, what="gold set")
+
+
+def _encoded(line: dict[str, Any]) -> bytes:
+    # UTF-8 cannot hold a lone surrogate: refused here, as the reader refuses its escape
+    return (json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def _detail(err: Exception) -> str:
+    if isinstance(err, ValidationError):
+        return describe_validation_error(err)
+    if isinstance(err, UnicodeEncodeError):
+        return f"a lone surrogate ({err.object[err.start]!r}) is not a character"
+    return str(err)

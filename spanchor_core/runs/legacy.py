@@ -1,0 +1,175 @@
+"""spanchor 0.x results, read as they are, in each shape 0.x users have.
+
+A JSON object ``{query_id: [result, ...]}`` (what the 0.x CLI read), JSONL lines ``{query_id,
+question, retrieved: [...]}`` (its example data), and JSON lists of such records or of bare
+result dicts. Result dicts may use 0.x's field aliases (see
+:func:`~spanchor_core.runs.result_from_mapping`). 0.x files are read leniently where 0.x was:
+``NaN``/``Infinity`` scores (and numbers beyond a float) become ``None``; duplicate keys are
+refused as in every spanchor file. The header is synthesised from the file's modification time,
+so two reads of one file are identical.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from spanchor_core._io import TORN, JsonlLine, loads_strict, read_text
+from spanchor_core.errors import RunError
+from spanchor_core.runs.file_models import RUN_KIND, RetrieverInfo, RunHeader
+from spanchor_core.runs.lines import OTHER_KINDS
+from spanchor_core.runs.model import (
+    FORMAT_0X_JSON,
+    FORMAT_0X_LIST,
+    RetrievalRecord,
+    RetrievedResult,
+    Run,
+)
+from spanchor_core.runs.results import (
+    lenient_float,
+    optional_str,
+    pick,
+    result_from_mapping,
+    sorted_by_rank,
+)
+
+__all__ = ["header_0x", "looks_like_0x_record", "read_0x_document", "read_0x_record_line"]
+
+_INVALID: Final = "invalid JSON"
+
+# 0.x record fields: query id, query text, the results list.
+_ID_KEYS = ("query_id", "qid", "id")
+_QUESTION_KEYS = ("question", "query", "query_text")
+_RESULTS_KEYS = ("retrieved", "results")
+
+
+def looks_like_0x_record(obj: Any) -> bool:
+    """Whether ``obj`` is a 0.x JSONL record: a results list and a query id or text."""
+    if not isinstance(obj, dict):
+        return False
+    _, results = pick(obj, _RESULTS_KEYS)
+    return isinstance(results, list) and any(key in obj for key in _ID_KEYS + _QUESTION_KEYS)
+
+
+def _results_0x(
+    items: Any, where: str, path: Path, line: int | None
+) -> tuple[RetrievedResult, ...]:
+    if not isinstance(items, list):
+        raise RunError(
+            f"{where}: results must be a list, got {type(items).__name__}", path=path, line=line
+        )
+    results = []
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, Mapping):
+            raise RunError(
+                f"{where}: result {position} must be an object, got {type(item).__name__}",
+                path=path,
+                line=line,
+            )
+        try:
+            results.append(result_from_mapping(item, rank=position))
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"{where}: result {position}: {exc}", path=path, line=line) from None
+    return sorted_by_rank(results)
+
+
+def _record_0x(obj: Any, path: Path, line: int | None, where: str) -> RetrievalRecord:
+    if not isinstance(obj, dict):
+        raise RunError(
+            f"{where}: expected a JSON object, got {type(obj).__name__}", path=path, line=line
+        )
+    _, query_id = pick(obj, _ID_KEYS)
+    if query_id is not None and not isinstance(query_id, str):
+        if type(query_id) is not int:
+            raise RunError(f"{where}: query_id must be a string", path=path, line=line)
+        query_id = str(query_id)
+    _, question = pick(obj, _QUESTION_KEYS)
+    if question is not None and not isinstance(question, str):
+        raise RunError(f"{where}: question must be a string", path=path, line=line)
+    results_key, items = pick(obj, _RESULTS_KEYS)
+    try:
+        latency = lenient_float(obj.get("latency_ms"), "latency_ms")
+        error = optional_str(obj.get("error"), "error")
+    except TypeError as exc:
+        raise RunError(f"{where}: {exc}", path=path, line=line) from None
+    if latency is not None and latency < 0:
+        raise RunError(f"{where}: latency_ms {latency} is negative", path=path, line=line)
+    return RetrievalRecord(
+        query_id=query_id,
+        query=question or "",
+        results=_results_0x([] if results_key is None else items, where, path, line),
+        latency_ms=latency,
+        error=error,
+        line=line,
+    )
+
+
+def header_0x(path: Path, shape: str) -> RunHeader:
+    """The header a 0.x file lacks. Its modification time is the best "created at" it offers,
+    and keeps two reads of the same file identical."""
+    mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    return RunHeader(
+        spanchor_version="0.x",
+        created_at=mtime.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        retriever=RetrieverInfo(description=f"imported from spanchor 0.x results ({shape})"),
+    )
+
+
+def read_0x_record_line(line: JsonlLine, path: Path, warnings: list[str]) -> RetrievalRecord | None:
+    """The record on one non-blank line of 0.x JSONL, or ``None`` for a torn last line."""
+    obj = loads_strict(
+        line.text,
+        path=path,
+        line=line.number,
+        error=RunError,
+        invalid=_INVALID,
+        allow_nan=True,
+        torn=line.last,
+    )
+    if obj is TORN:
+        warnings.append(f"{path}:{line.number}: incomplete last line skipped")
+        return None
+    return _record_0x(obj, path, line.number, "record")
+
+
+def read_0x_document(path: Path) -> Run:
+    """A 0.x results file that is one JSON document (an object or a list), read whole."""
+    text = read_text(path, error=RunError, what="run file", hint="run files are UTF-8")
+    data = loads_strict(text, path=path, error=RunError, invalid=_INVALID, allow_nan=True)
+    del text
+    if isinstance(data, dict):
+        if "kind" in data:
+            raise RunError(
+                f"unknown kind {data['kind']!r}; expected {RUN_KIND!r}",
+                path=path,
+                line=1,
+                hint=OTHER_KINDS.get(str(data["kind"]), "a run file is JSONL with a header line"),
+            )
+        if "anchors" in data or "per_query_metrics" in data:
+            what = "a gold query" if "anchors" in data else "an evaluation"
+            raise RunError(f"this looks like {what}, not retrieval results", path=path)
+        records = []
+        for query_id, items in data.items():
+            where = f"query {query_id!r}"
+            records.append(RetrievalRecord(query_id, "", _results_0x(items, where, path, None)))
+        return Run(header_0x(path, "JSON object"), records, path, [], FORMAT_0X_JSON)
+    if isinstance(data, list):
+        if all(looks_like_0x_record(item) for item in data) and data:
+            records = [
+                _record_0x(item, path, None, f"record {i}") for i, item in enumerate(data, 1)
+            ]
+            return Run(header_0x(path, "JSON list"), records, path, [], FORMAT_0X_LIST)
+        results = _results_0x(data, "list", path, None)
+        warning = (
+            f"{path}: a bare list of results has no query; it was read as one retrieval "
+            "without query id or text"
+        )
+        record = RetrievalRecord(None, "", results)
+        return Run(header_0x(path, "JSON list"), [record], path, [warning], FORMAT_0X_LIST)
+    raise RunError(
+        f"expected a run file (JSONL) or spanchor 0.x results (JSON object or list), "
+        f"got a JSON {type(data).__name__}",
+        path=path,
+    )

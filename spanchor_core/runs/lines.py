@@ -1,0 +1,246 @@
+"""Reading the lines of our own run format: the header line and each record line.
+
+The header's ``kind`` and ``schema_version`` are checked before anything else, so a gold set,
+an evaluation or a newer run file passed as a run is named as such. A record line is read by a
+plain fast path when it has exactly the shapes our writers produce, and validated with
+:class:`~spanchor_core.runs.file_models.RetrievalRecordModel` otherwise, so a bad line gets the
+same ``path:line`` error either way. A torn last line (not JSON, no newline after it: the writer
+died mid-line) is skipped with one warning.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from spanchor_core._io import TORN, JsonlLine, describe_validation_error, loads_strict
+from spanchor_core.errors import RunError
+from spanchor_core.runs.file_models import (
+    RUN_KIND,
+    RUN_SCHEMA_VERSION,
+    RetrievalRecordModel,
+    RetrievedResultModel,
+    RunHeader,
+)
+from spanchor_core.runs.model import STAGES, RetrievalRecord, RetrievedResult
+from spanchor_core.runs.results import sorted_by_rank
+
+__all__ = ["OTHER_KINDS", "header_from_object", "read_header_line", "read_record_line"]
+
+# What other spanchor files look like, to say so when one is passed as a run.
+OTHER_KINDS: Final = {
+    "spanchor.gold": "this is a gold set, not a run",
+    "spanchor.evaluation": "this is an evaluation, not a run; runs are what `evaluate` reads",
+}
+_INVALID: Final = "invalid JSON"
+
+
+def header_from_object(obj: Any, path: Path, line: int) -> RunHeader:
+    if not isinstance(obj, dict):
+        raise RunError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line)
+    kind = obj.get("kind")
+    if kind != RUN_KIND:
+        raise RunError(
+            f"unknown kind {kind!r}; expected {RUN_KIND!r}",
+            path=path,
+            line=line,
+            hint=OTHER_KINDS.get(str(kind), "is this a spanchor run file?"),
+        )
+    version = obj.get("schema_version")
+    if version != RUN_SCHEMA_VERSION or isinstance(version, bool):
+        if type(version) is int and version > RUN_SCHEMA_VERSION:
+            raise RunError(
+                f"schema_version {version} is newer than this spanchor reads "
+                f"({RUN_SCHEMA_VERSION})",
+                path=path,
+                line=line,
+                hint="upgrade spanchor",
+            )
+        raise RunError(
+            f"unsupported schema_version {version!r}; expected {RUN_SCHEMA_VERSION}",
+            path=path,
+            line=line,
+        )
+    try:
+        return RunHeader.model_validate(obj)
+    except ValidationError as exc:
+        raise RunError(
+            f"bad header: {describe_validation_error(exc)}", path=path, line=line
+        ) from None
+
+
+def _record_from_model(model: RetrievalRecordModel, line: int | None) -> RetrievalRecord:
+    results = [
+        RetrievedResult(
+            rank=position if r.rank is None else r.rank,
+            text=r.text,
+            score=r.score,
+            document_id=r.document_id,
+            start=r.start,
+            end=r.end,
+            metadata=r.metadata,
+        )
+        for position, r in enumerate(model.results, start=1)
+    ]
+    return RetrievalRecord(
+        query_id=model.query_id,
+        query=model.query,
+        results=sorted_by_rank(results),
+        latency_ms=model.latency_ms,
+        error=model.error,
+        source=model.source,
+        stage=model.stage,
+        trace_id=model.trace_id,
+        run_id=model.run_id,
+        parent_run_id=model.parent_run_id,
+        sequence=model.sequence,
+        metadata=model.metadata,
+        line=line,
+    )
+
+
+_RECORD_KEYS = frozenset(RetrievalRecordModel.model_fields)
+_RESULT_KEYS = frozenset(RetrievedResultModel.model_fields)
+_STR_OR_NONE = frozenset({str, type(None)})
+_INT_OR_NONE = frozenset({int, type(None)})
+_NUMBER_OR_NONE = frozenset({float, int, type(None)})
+_FLOAT_MAX: Final = sys.float_info.max
+
+
+def _too_big(number: Any) -> bool:
+    """An integer no float can hold (the model then words the error)."""
+    return type(number) is int and not -_FLOAT_MAX <= number <= _FLOAT_MAX
+
+
+_ABSENT: Any = object()
+
+
+def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
+    """The record a well-formed line of our own format holds, without pydantic; else ``None``.
+
+    Accepts exactly the shapes :class:`RetrievalRecordModel` accepts that our writers produce
+    (plain JSON types, ints where floats go), and gives the same values. Anything else returns
+    ``None`` and the caller validates the line with the model, so a bad line gets the same
+    ``path:line`` error either way. At 100,000 results this halves reading time.
+    """
+    if type(obj) is not dict or not _RECORD_KEYS.issuperset(obj):
+        return None
+    get = obj.get
+    query, items, query_id = get("query"), get("results"), get("query_id")
+    latency, error = get("latency_ms"), get("error")
+    if (
+        type(query) is not str
+        or type(items) is not list
+        or type(query_id) not in _STR_OR_NONE
+        or type(latency) not in _NUMBER_OR_NONE
+        or (latency is not None and (latency < 0 or _too_big(latency)))
+        or type(error) not in _STR_OR_NONE
+    ):
+        return None
+    source, stage, trace_id = get("source"), get("stage"), get("trace_id")
+    run_id, parent_run_id, sequence = get("run_id"), get("parent_run_id"), get("sequence")
+    record_metadata = get("metadata", _ABSENT)
+    if (
+        type(source) not in _STR_OR_NONE
+        or (stage is not None and stage not in STAGES)
+        or type(trace_id) not in _STR_OR_NONE
+        or type(run_id) not in _STR_OR_NONE
+        or type(parent_run_id) not in _STR_OR_NONE
+        or type(sequence) not in _INT_OR_NONE
+        or (sequence is not None and sequence < 0)
+    ):
+        return None
+    if record_metadata is _ABSENT:
+        record_metadata = {}
+    elif type(record_metadata) is not dict:
+        return None
+    results: list[RetrievedResult] = []
+    for position, item in enumerate(items, start=1):
+        if type(item) is not dict or not _RESULT_KEYS.issuperset(item):
+            return None
+        get = item.get
+        rank, text, score = get("rank"), get("text"), get("score")
+        document_id, start, end = get("document_id"), get("start"), get("end")
+        metadata = get("metadata", _ABSENT)
+        if (
+            type(rank) not in _INT_OR_NONE
+            or type(text) not in _STR_OR_NONE
+            or type(score) not in _NUMBER_OR_NONE
+            or _too_big(score)
+            or type(document_id) not in _STR_OR_NONE
+            or type(start) not in _INT_OR_NONE
+            or type(end) not in _INT_OR_NONE
+        ):
+            return None
+        if metadata is _ABSENT:
+            metadata = {}
+        elif type(metadata) is not dict:
+            return None
+        results.append(
+            RetrievedResult(
+                position if rank is None else rank,
+                text,
+                None if score is None else float(score),
+                document_id,
+                start,
+                end,
+                metadata,
+            )
+        )
+    return RetrievalRecord(
+        query_id=query_id,
+        query=query,
+        results=sorted_by_rank(results),
+        latency_ms=None if latency is None else float(latency),
+        error=error,
+        source=source,
+        stage=stage,
+        trace_id=trace_id,
+        run_id=run_id,
+        parent_run_id=parent_run_id,
+        sequence=sequence,
+        metadata=record_metadata,
+        line=line,
+    )
+
+
+def read_header_line(text: str, path: Path, number: int) -> RunHeader:
+    """The header on line ``number`` of our format."""
+    obj = loads_strict(text, path=path, line=number, error=RunError, invalid=_INVALID)
+    return header_from_object(obj, path, number)
+
+
+def read_record_line(line: JsonlLine, path: Path, warnings: list[str]) -> RetrievalRecord | None:
+    """The record on one non-blank line of our format, or ``None`` for a torn last line.
+
+    Shared by :func:`~spanchor_core.runs.read_run` and :class:`~spanchor_core.runs.RunStream`.
+    """
+    number, text = line.number, line.text
+    obj = loads_strict(
+        text, path=path, line=number, error=RunError, invalid=_INVALID, torn=line.last
+    )
+    if obj is TORN:
+        warnings.append(
+            f"{path}:{number}: incomplete last line skipped ({len(text)} characters; "
+            "the writer was interrupted mid-line)"
+        )
+        return None
+    if isinstance(obj, dict) and "kind" in obj:
+        raise RunError(
+            "a second header line; one run per file (were two run files concatenated?)",
+            path=path,
+            line=number,
+        )
+    record = _record_fast(obj, number)
+    if record is None:
+        try:
+            model = RetrievalRecordModel.model_validate(obj)
+        except ValidationError as exc:
+            raise RunError(
+                f"bad record: {describe_validation_error(exc)}", path=path, line=number
+            ) from None
+        record = _record_from_model(model, number)
+    return record

@@ -1,0 +1,199 @@
+"""Reading run files: :func:`read_run` (a whole run) and :class:`RunStream` (record by record).
+
+Both decide how to read a file in one place, :func:`_layout`, from its first non-blank line and
+never from its name: a line with ``kind`` is our format (the header, then one record a line); a
+``{query_id, question, retrieved}`` record is spanchor 0.x JSONL; anything else is one JSON
+document (0.x ``{query_id: [results]}`` or a list), read whole. Lines come from the strict
+reading layer (:mod:`spanchor_core._io`): split on ``\\n`` only, blank ones skipped, a leading
+byte-order mark dropped, ``\\r`` before ``\\n`` tolerated, at most
+:data:`~spanchor_core._io.MAX_LINE_BYTES` each. A torn last line (the writer died mid-line, even
+inside a multi-byte character) is skipped with one ``path:line`` warning in
+:attr:`Run.warnings`; anything else wrong is a :class:`~spanchor_core.errors.RunError` at
+``path:line``, the first in file order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from spanchor_core._io import TORN, JsonlLine, jsonl_lines, loads_strict, open_for_reading
+from spanchor_core.errors import RunError
+from spanchor_core.runs.file_models import RunHeader
+from spanchor_core.runs.legacy import (
+    header_0x,
+    looks_like_0x_record,
+    read_0x_document,
+    read_0x_record_line,
+)
+from spanchor_core.runs.lines import read_header_line, read_record_line
+from spanchor_core.runs.model import FORMAT_0X_JSONL, FORMAT_OURS, RetrievalRecord, Run
+
+__all__ = ["RunStream", "iter_run", "read_run"]
+
+_LineReader = Callable[[JsonlLine, Path, list[str]], RetrievalRecord | None]
+_HINT: Final = "run files are UTF-8 JSONL"
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How a run file is read, as decided from its first non-blank line.
+
+    ``read_line`` reads each record line from byte ``offset`` (line ``number``) on; a file that
+    is a single JSON document has been read whole into ``run`` instead.
+    """
+
+    header: RunHeader
+    source_format: str
+    read_line: _LineReader | None = None
+    offset: int = 0
+    number: int = 1
+    run: Run | None = None
+
+
+def _lines(handle: BinaryIO, path: Path, offset: int = 0, number: int = 1) -> Iterator[JsonlLine]:
+    return jsonl_lines(
+        handle, path, error=RunError, offset=offset, number=number, hint=_HINT, what="the line"
+    )
+
+
+def _open(path: Path) -> BinaryIO:
+    return open_for_reading(path, error=RunError, what="run file")
+
+
+def _whole(path: Path) -> _Layout:
+    run = read_0x_document(path)
+    return _Layout(run.header, run.source_format, run=run)
+
+
+def _layout(handle: BinaryIO, path: Path) -> _Layout:
+    """The one format dispatch of run files, shared by :func:`read_run` and :class:`RunStream`."""
+    lines = _lines(handle, path)
+    first = next(lines, None)
+    if first is None:
+        raise RunError(
+            "empty file",
+            path=path,
+            hint="expected a spanchor run file (JSONL with a header line) or spanchor 0.x results",
+        )
+    obj = loads_strict(
+        first.text, path=path, line=first.number, error=RunError, allow_nan=True, torn=True
+    )
+    if obj is TORN:  # not one JSON value on its own line
+        if first.last and first.text.startswith('{"kind"'):
+            raise RunError(
+                "the header line is incomplete (the writer was interrupted)",
+                path=path,
+                line=first.number,
+            )
+        return _whole(path)
+    if isinstance(obj, dict) and "kind" in obj:
+        header = read_header_line(first.text, path, first.number)
+        return _Layout(header, FORMAT_OURS, read_record_line, first.end, first.number + 1)
+    if looks_like_0x_record(obj):
+        return _Layout(header_0x(path, "JSONL"), FORMAT_0X_JSONL, read_0x_record_line)
+    if isinstance(obj, dict) and next(lines, None) is not None:
+        # JSONL, but its first line is neither our header nor a 0.x results record.
+        raise RunError(
+            "this looks like a gold set, not retrieval results"
+            if "anchors" in obj
+            else "the first line is neither a run header (no 'kind') nor a spanchor 0.x "
+            "results record (no 'retrieved')",
+            path=path,
+            line=first.number,
+        )
+    return _whole(path)
+
+
+def _records(
+    handle: BinaryIO, path: Path, layout: _Layout, warnings: list[str]
+) -> Iterator[RetrievalRecord]:
+    read_line = layout.read_line
+    if read_line is None:
+        return
+    for line in _lines(handle, path, layout.offset, layout.number):
+        record = read_line(line, path, warnings)
+        if record is not None:
+            yield record
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read a run file, or spanchor 0.x results in any of their shapes (see the module doc).
+
+    Dispatches on content, never on the file extension: a first line with ``kind`` is our
+    format (the ``kind``/``schema_version`` pair picks the reader), a first line holding a
+    ``{query_id, question, retrieved}`` record is 0.x JSONL, anything else is read as one JSON
+    document (0.x ``{query_id: [results]}`` or a list). The file is read a line at a time.
+    """
+    file = Path(path)
+    with _open(file) as handle:
+        layout = _layout(handle, file)
+        if layout.run is not None:
+            return layout.run
+        warnings: list[str] = []
+        records = list(_records(handle, file, layout, warnings))
+    return Run(layout.header, records, file, warnings, layout.source_format)
+
+
+class RunStream:
+    """A run file read one record at a time, so that a large run is never held whole.
+
+    Constructing one reads only up to the header line, so :attr:`header` (and
+    :attr:`source_format`) are there at once, and a file that is missing, not UTF-8 up to its
+    header or has a bad header raises :class:`~spanchor_core.errors.RunError` right away,
+    exactly as :func:`read_run` does. Iterating yields the records in file order, each line
+    read as :func:`read_run` reads it (the same code: same errors with ``path:line``, same
+    torn-last-line rule); the records read equal ``read_run(path).records``. Errors in later
+    lines are raised when iteration reaches them, the first in file order.
+
+    Our format and spanchor 0.x JSONL are streamed. spanchor 0.x single-document files (a
+    JSON object or list) cannot be read in pieces: they are read whole when the stream is
+    opened.
+
+    :attr:`warnings` (torn last line) and :attr:`records_read` are complete once the records
+    have been iterated. Iterating again reads the file again and starts both afresh.
+    """
+
+    __slots__ = ("_layout", "header", "path", "records_read", "source_format", "warnings")
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.warnings: list[str] = []
+        self.records_read = 0
+        with _open(self.path) as handle:
+            self._layout = _layout(handle, self.path)
+        self.header = self._layout.header
+        self.source_format = self._layout.source_format
+
+    def __iter__(self) -> Iterator[RetrievalRecord]:
+        return self._records()
+
+    def _records(self) -> Iterator[RetrievalRecord]:
+        self.records_read = 0
+        self.warnings = []
+        whole = self._layout.run
+        if whole is not None:
+            self.warnings = list(whole.warnings)
+            for record in whole.records:
+                self.records_read += 1
+                yield record
+            return
+        with _open(self.path) as handle:
+            for record in _records(handle, self.path, self._layout, self.warnings):
+                self.records_read += 1
+                yield record
+
+    def __repr__(self) -> str:
+        return f"RunStream({str(self.path)!r}, {self.source_format})"
+
+
+def iter_run(path: str | os.PathLike[str]) -> RunStream:
+    """Open a run file for reading record by record: ``for record in iter_run(path): ...``.
+
+    The stream's ``header`` is read at once; see :class:`RunStream`. Use it instead of
+    :func:`read_run` when the run may be large and each record can be handled and dropped.
+    """
+    return RunStream(path)

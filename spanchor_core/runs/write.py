@@ -1,0 +1,194 @@
+"""Writing run files: the JSON object each record line holds, and :func:`write_run`.
+
+The recorder and :func:`write_run` build record lines here, so both write the same bytes for
+the same retrieval: keys in a fixed order, every key every time (``null`` when unknown),
+provenance keys only when set. Every value is type-checked before it is written, so spanchor
+never writes a file it cannot read back. A non-finite ``score`` or ``latency_ms`` is written as
+``null`` ("unknown"): a NaN score carries no ranking information, and a recorder must never fail
+a retrieval over it; a negative latency (a clock that went backwards) is unknown too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from spanchor_core import _io
+from spanchor_core._io import atomic_write
+from spanchor_core.errors import RunError
+from spanchor_core.runs.encoding import encode_line
+from spanchor_core.runs.file_models import RunHeader
+from spanchor_core.runs.model import STAGES, RetrievalRecord, RetrievedResult, Run
+from spanchor_core.runs.results import (
+    finite_float,
+    optional_int,
+    optional_str,
+    payload_from_mapping,
+    strict_int,
+)
+
+__all__ = ["check_line_size", "header_line", "provenance_payload", "record_payload", "write_run"]
+
+
+def _result_payload(result: RetrievedResult) -> dict[str, Any]:
+    """The JSON object for one result, type-checked so that we never write an unreadable file."""
+    metadata = result.metadata
+    if type(metadata) is not dict:
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        metadata = dict(metadata)
+    return {
+        "rank": strict_int(result.rank, "rank"),
+        "text": optional_str(result.text, "text"),
+        "score": finite_float(result.score, "score"),
+        "document_id": optional_str(result.document_id, "document_id"),
+        "start": optional_int(result.start, "start"),
+        "end": optional_int(result.end, "end"),
+        "metadata": metadata,
+    }
+
+
+def _latency(value: Any) -> float | None:
+    latency = finite_float(value, "latency_ms")
+    return None if latency is None or latency < 0 else latency
+
+
+def _error_text(error: str | BaseException | None) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    if isinstance(error, BaseException):
+        message = str(error)
+        return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    raise TypeError(f"error must be a string or an exception, got {type(error).__name__}")
+
+
+def provenance_payload(
+    source: str | None,
+    stage: str | None,
+    trace_id: str | None,
+    run_id: str | None,
+    parent_run_id: str | None,
+    sequence: int | None,
+    metadata: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The provenance keys of a record line; absent values are left out, not written as null."""
+    payload: dict[str, Any] = {}
+    for name, value in (
+        ("source", source),
+        ("trace_id", trace_id),
+        ("run_id", run_id),
+        ("parent_run_id", parent_run_id),
+    ):
+        if value is not None:
+            payload[name] = optional_str(value, name)
+    if stage is not None:
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        payload["stage"] = stage
+    if sequence is not None:
+        number = strict_int(sequence, "sequence")
+        if number < 0:
+            raise ValueError(f"sequence must be >= 0, got {number}")
+        payload["sequence"] = number
+    if metadata:
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        payload["metadata"] = dict(metadata)
+    return payload
+
+
+def _record_provenance(record: RetrievalRecord) -> dict[str, Any]:
+    return provenance_payload(
+        record.source,
+        record.stage,
+        record.trace_id,
+        record.run_id,
+        record.parent_run_id,
+        record.sequence,
+        record.metadata,
+    )
+
+
+def record_payload(
+    query_id: str | None,
+    query: str,
+    results: Iterable[RetrievedResult | Mapping[str, Any]],
+    latency_ms: float | None,
+    error: str | BaseException | None,
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a string, got {type(query).__name__}")
+    payload = []
+    for position, item in enumerate(results, start=1):
+        if not isinstance(item, RetrievedResult):
+            if not isinstance(item, Mapping):
+                raise TypeError(
+                    f"result {position} must be a RetrievedResult or a mapping, "
+                    f"got {type(item).__name__}"
+                )
+            payload.append(payload_from_mapping(item, position))
+        else:
+            payload.append(_result_payload(item))
+    line = {
+        "query_id": optional_str(query_id, "query_id"),
+        "query": query,
+        "results": payload,
+        "latency_ms": _latency(latency_ms),
+        "error": _error_text(error),
+    }
+    if provenance:
+        line.update(provenance)
+    # Each character is at least one byte: a record whose texts alone are over the limit is
+    # refused before it is encoded (which would cost several times its size in memory).
+    characters = len(query) + sum(len(result["text"] or "") for result in payload)
+    if characters > _io.MAX_LINE_BYTES:
+        _too_large(characters, "characters of text")
+    return line
+
+
+def _too_large(size: int, unit: str) -> None:
+    raise ValueError(
+        f"the record holds {size:,} {unit}, over the "
+        f"{_io.MAX_LINE_BYTES / 2**20:g} MiB a run file line may hold; split huge texts "
+        "before recording them"
+    )
+
+
+def check_line_size(line: bytes) -> None:
+    """Refuse a line no reader would read (over :data:`~spanchor_core._io.MAX_LINE_BYTES`)."""
+    if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
+        _too_large(len(line), "bytes encoded")
+
+
+def header_line(header: RunHeader) -> bytes:
+    """The header's line, as the recorder and :func:`write_run` write it."""
+    return encode_line(header.model_dump(mode="json"))
+
+
+def write_run(run: Run, path: str | os.PathLike[str]) -> None:
+    """Write ``run`` as a run file, atomically (a temporary file, then a rename).
+
+    The bytes depend only on ``run``: the header (``created_at`` included) is written as it is,
+    records in their order. Runs read from spanchor 0.x files are written in our format.
+    """
+    file = Path(path)
+    chunks = [header_line(run.header)]
+    for number, record in enumerate(run.records, start=1):
+        try:
+            payload = record_payload(
+                record.query_id,
+                record.query,
+                record.results,
+                record.latency_ms,
+                record.error,
+                _record_provenance(record),
+            )
+            line = encode_line(payload)
+            check_line_size(line)
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"record {number} cannot be written: {exc}", path=file) from None
+        chunks.append(line)
+    atomic_write(file, b"".join(chunks), error=RunError, what="run file")
