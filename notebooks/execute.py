@@ -163,18 +163,20 @@ async def execute_all(paths: Sequence[Path], env: Mapping[str, str]) -> list[Exe
 # -- the stored form ----------------------------------------------------------------------------
 
 
-def _masks() -> list[tuple[re.Pattern[str], str]]:
-    temporary = re.escape(tempfile.gettempdir().rstrip("/\\"))
-    return [
-        (re.compile(re.escape(str(ROOT))), "<repository>"),
-        (re.compile(temporary + r"[/\\][^\s'\"<>)\]]*"), "<temporary>"),
-        (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x…"),  # reprs with memory addresses
-    ]
+MASKS = (
+    (re.compile(re.escape(str(ROOT))), "<repository>"),
+    (
+        re.compile(re.escape(tempfile.gettempdir().rstrip("/\\")) + r"[/\\][^\s'\"<>)\]]*"),
+        "<temporary>",
+    ),
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x…"),  # reprs with memory addresses
+)
+"""What :func:`mask` replaces: the notebooks print none of it, this is the safety net."""
 
 
 def mask(text: str) -> str:
     """``text`` without this machine's paths or memory addresses."""
-    for pattern, replacement in _masks():
+    for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)
     return text
 
@@ -241,10 +243,11 @@ def _write(path: Path, text: str) -> None:
 
 # -- what the outputs say -----------------------------------------------------------------------
 
-VERDICT_LINE = re.compile(r"^(?P<word>[A-Z][A-Z-]*[A-Z]): (?P<rest>.*\bqueries compared\b.*)$")
-"""The gate's verdict line: ``FAIL: 57 queries compared — 5 regressed, 0 improved, ...``."""
-COUNT = re.compile(r"(\d+) (?:queries )?(\w+)")
-EXIT_CODE_LINE = re.compile(r"^exit code (\d+)$")
+VERDICT_LINE = re.compile(r"^(?P<word>[A-Z][A-Z-]*[A-Z]): (?P<rest>.*\bquer(?:y|ies)\b.*)$")
+"""A verdict line: ``FAIL: 57 queries compared — 5 regressed, 0 improved, 52 unchanged``."""
+COUNT = re.compile(r"(\d+) (?:queries )?(?!of\b)([a-z_]+)")
+"""A count on a verdict line, ``5 regressed``; ``57 queries compared`` counts as ``compared``."""
+EXIT_CODE_LINE = re.compile(r"\bexit code (\d+)\b")
 CLAIM = re.compile(r"<!--\s*expect:(?P<body>.*?)-->", re.DOTALL)
 PROSE_EXIT_CODE = re.compile(r"\bexit\s+code\s+(?:is\s+)?(\d+)\b", re.IGNORECASE)
 VOLATILE = re.compile(r"\(\d+ KiB\)")
@@ -294,7 +297,7 @@ def verdicts(notebook: NotebookNode) -> list[Verdict]:
             for later in lines[index + 1 :]:
                 if VERDICT_LINE.match(later):
                     break
-                if printed := EXIT_CODE_LINE.match(later):
+                if printed := EXIT_CODE_LINE.search(later):
                     exit_code = int(printed[1])
                     break
             counts = {name: int(n) for n, name in COUNT.findall(verdict["rest"])}
@@ -431,6 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="notebook names without .ipynb (default: all)")
     args = parser.parse_args(argv)
     paths = notebook_paths(args.names)
+    try:
+        import nbclient  # noqa: F401
+        import nbformat  # noqa: F401
+    except ModuleNotFoundError as err:
+        print(f"{err.name} is not installed: pip install -e '.[dev]'", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="spanchor-kernels-") as state:
         env = checkout_first(kernel_environment(Path(state), os.environ))
         results = asyncio.run(execute_all(paths, env))

@@ -222,6 +222,13 @@ def test_a_misspelt_or_malformed_claim_is_named() -> None:
     assert "write key=value words" in problem
 
 
+def test_a_verdict_is_found_whatever_its_word_and_wherever_its_exit_code() -> None:
+    stdout = "INCOMPLETE: 50 of 57 queries compared — 2 regressed\n--> exit code 3: unexpected\n"
+    (verdict,) = runner.verdicts(_notebook([("code", "", stdout)]))
+    assert (verdict.word, verdict.exit_code) == ("INCOMPLETE", 3)
+    assert verdict.counts == {"compared": 57, "regressed": 2}
+
+
 def test_the_digest_keeps_verdict_figures_and_ignores_wording_and_sizes() -> None:
     def digest(stdout: str) -> list[str]:
         return runner.digest(_notebook([("code", "", stdout)]))
