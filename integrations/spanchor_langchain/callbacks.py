@@ -507,6 +507,8 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
             metadata = dict(step.metadata)
             if candidate.field is not None:
                 metadata["output_key"] = candidate.field
+            if step.text is not None and step.text != trace.question:
+                metadata["retriever_query"] = step.text  # the tool's or step's own query
             self._recording.record(
                 trace.question or step.text or "",
                 candidate.documents,

@@ -7,13 +7,19 @@ and decides at its end which of them reached the model. The rule (also in the RE
   finds a list of ``Document`` objects or ``(Document, score)`` pairs in it: the output
   itself, a value of an output dict (a LangGraph node's ``{"context": docs}``), a tool
   message's ``artifact``; a tool's own ``artifact``.
-* Such a list is a candidate unless it is a **passthrough** — the step's inputs already held
-  the same documents in the same order (a graph's final state, an ``assign`` that copies its
-  input, a node that forwards the state) — or the trace **already has it**: as a candidate,
-  or as what a retriever run of the trace returned (the same texts in the same order: one
-  list of documents is one line, however many steps hand it on — a chain that ends in a
-  retriever, ``{"context": retriever, ...}``, a node that calls ``retriever.invoke`` give the
-  retrieval line only, and evaluation takes it as the context).
+* Such a list is a candidate unless one of these says it is a list the trace already has
+  (compared by value: the same texts in the same order — one list is one line, however many
+  steps hand it on):
+
+  1. it is already a candidate (a graph's final state holding a node's ``context``, the
+     ``ToolNode`` output holding the tool's artifact);
+  2. it is a **passthrough**: the step's inputs held this list and no other (an ``assign``
+     that copies its input, a node that forwards the state, a rerank that kept the order);
+  3. it is what a retriever run of the trace returned, handed on by a step whose inputs held
+     no other list (a chain that ends in a retriever, ``{"context": retriever, ...}``, a
+     node calling ``retriever.invoke``, ``with_fallbacks``): the retrieval line already says
+     it, and evaluation takes it as the context. A step that *chose* it among several lists
+     (a hybrid merge that kept one side) makes it a candidate.
 * A candidate is **superseded** when a later step took it as input and produced a new list
   (a reranker, a merge of hybrid results, a filter): the model saw the new one.
 * When the top-level run ends (or fails), every candidate left is written, stage
@@ -125,6 +131,7 @@ class Trace:
     counter: int = 0
     candidates: list[Candidate] = field(default_factory=list)
     keys: set[tuple[str, ...]] = field(default_factory=set)  # candidates and retrievals
+    candidate_keys: set[tuple[str, ...]] = field(default_factory=set)
 
     def retrieved(self, documents: Sequence[Any]) -> None:
         """A retriever run of this trace returned ``documents``: not a context candidate."""
@@ -138,8 +145,8 @@ class Trace:
 
     def input_keys(self, inputs: Any) -> frozenset[tuple[str, ...]]:
         """Keys of the document lists in a step's inputs (only looked for once the trace has
-        a candidate: before that, no input can supersede or pass one through)."""
-        if not self.candidates:
+        a candidate or a retrieval: before that, no input can hold one)."""
+        if not self.keys:
             return frozenset()
         return frozenset(documents_key(docs) for _, docs in document_lists(inputs))
 
@@ -154,20 +161,24 @@ class Trace:
     ) -> int:
         """Take the step's document lists by the rule of the module docstring; return how
         many became candidates. ``passthrough=False`` (explicit ``record``) skips only lists
-        the trace already has."""
+        that are already candidates."""
         added = 0
+        inputs = step.input_keys
         for position, (name, documents) in enumerate(lists):
             key = documents_key(documents)
-            if (passthrough and key in step.input_keys) or key in self.keys:
-                continue
+            if key in self.candidate_keys:
+                continue  # rule 1
+            if passthrough and (key in self.keys or key in inputs) and not (inputs - {key}):
+                continue  # rules 2 and 3: nothing else in the inputs it could be chosen from
             self.keys.add(key)
+            self.candidate_keys.add(key)
             self.candidates.append(
                 Candidate(key, documents, run_id, step, ended, position, name)
             )
             added += 1
-        if added and step.input_keys:
+        if added and inputs:
             for candidate in self.candidates:
-                if candidate.key in step.input_keys and candidate.step is not step:
+                if candidate.key in inputs and candidate.step is not step:
                     candidate.superseded = True
         return added
 
