@@ -24,7 +24,7 @@ try:
     import langchain_core  # noqa: F401
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "spanchor_langchain needs langchain-core: pip install \"spanchor[langchain]\"",
+        'spanchor_langchain needs langchain-core: pip install "spanchor[langchain]"',
         name=exc.name,
     ) from exc
 

@@ -49,6 +49,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
 from spanchor_langchain._handler_state import HandlerState, Retrieval
+from spanchor_langchain._lines import context_lines, retrieval_line, silence_message
 from spanchor_langchain.documents import DEFAULT_SCORE_KEYS, DocumentIdRule, document_lists
 from spanchor_langchain.recording import QUERY_ID_KEY, Recording, RecordTarget
 from spanchor_langchain.traces import Trace, question_of
@@ -203,37 +204,21 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         finally:
             self._recording.close()
 
+    def _warn_if_silent(self) -> None:
+        message = silence_message(
+            str(self.recorder.path), self._state.roots, self._written,
+            self._state.foreign_unrecorded,
+        )  # fmt: skip
+        if message is None:
+            return
+        if self.strict:
+            raise RecorderError(message)
+        warnings.warn(message, RecordingWarning, stacklevel=3)
+
     def note_unrecorded(self, count: int) -> None:
         """``count`` retriever runs belonging to this handler's block could not be recorded
         (see :mod:`spanchor_langchain.scope`); :meth:`close` reports them."""
         self._state.foreign_unrecorded += count
-
-    def _warn_if_silent(self) -> None:
-        missed = self._state.foreign_unrecorded
-        if missed:
-            message = (
-                f"spanchor: {missed} retriever runs started outside the context of every "
-                "record_retrievals block while several blocks were open, and were not "
-                f"recorded to {self.recorder.path}; run them in the block's context "
-                "(contextvars.copy_context().run, asyncio.to_thread) or pass the handler in "
-                "config callbacks"
-            )
-            if self.strict:
-                raise RecorderError(message)
-            warnings.warn(message, RecordingWarning, stacklevel=3)
-            return
-        if not self._state.roots or self._written:
-            return
-        message = (
-            f"spanchor: the handler recording to {self.recorder.path} saw "
-            f"{self._state.roots} LangChain runs but recorded nothing: no retriever ran and "
-            "no step returned Documents. If a step calls vector_store.similarity_search(...) "
-            "and returns text, return the Documents from a step (LangGraph: "
-            '{"context": docs}) or record them with spanchor_langchain.record(docs)'
-        )
-        if self.strict:
-            raise RecorderError(message)
-        warnings.warn(message, RecordingWarning, stacklevel=3)
 
     def __enter__(self) -> SpanchorCallbackHandler:
         return self
@@ -465,16 +450,6 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _query(self, question: str | None, own: str) -> tuple[str, dict[str, Any]]:
-        """The line's query (the trace's question) and metadata noting the retriever's own."""
-        if question is None or question == own:
-            return own, {}
-        gold = self._gold
-        if gold is not None and gold.by_question(question.strip()) is None:
-            if gold.by_question(own.strip()) is not None:
-                return own, {}
-        return question, {"retriever_query": own}
-
     def _write_retrieval(
         self,
         retrieval: Retrieval,
@@ -482,46 +457,14 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         ended: float,
         error: str | BaseException | None,
     ) -> None:
-        own = retrieval.query
-        query, extra = self._query(retrieval.question, own)
-        metadata = {**retrieval.metadata, **extra} if extra else retrieval.metadata
         self._recording.record(
-            query,
-            documents,
-            query_id=retrieval.query_id,
-            latency_ms=(ended - retrieval.started) * 1000.0,
-            error=error,
-            source=retrieval.name,
-            stage="retrieval",
-            trace_id=str(retrieval.root),
-            run_id=str(retrieval.run_id),
-            parent_run_id=None if retrieval.parent is None else str(retrieval.parent),
-            sequence=retrieval.sequence,
-            metadata=metadata,
+            documents=documents, error=error, **retrieval_line(retrieval, ended, self._gold)
         )
         self._written += 1
 
     def _write_contexts(self, root: UUID, trace: Trace) -> None:
-        for candidate in trace.remaining():
-            step = candidate.step
-            metadata = dict(step.metadata)
-            if candidate.field is not None:
-                metadata["output_key"] = candidate.field
-            if step.text is not None and step.text != trace.question:
-                metadata["retriever_query"] = step.text  # the tool's or step's own query
-            self._recording.record(
-                trace.question or step.text or "",
-                candidate.documents,
-                query_id=trace.query_id,
-                latency_ms=(candidate.ended - step.started) * 1000.0,
-                source=step.name,
-                stage="context",
-                trace_id=str(root),
-                run_id=str(candidate.run_id),
-                parent_run_id=None if step.parent is None else str(step.parent),
-                sequence=trace.next(),
-                metadata=metadata,
-            )
+        for line in context_lines(root, trace):
+            self._recording.record(**line)
             self._written += 1
 
     def _end_root(self, root: UUID, error: BaseException | None) -> None:

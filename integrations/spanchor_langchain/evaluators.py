@@ -69,7 +69,6 @@ from spanchor_langchain.documents import (
     DEFAULT_SCORE_KEYS,
     DocumentIdRule,
     document_lists,
-    documents_key,
     documents_to_results,
 )
 from spanchor_langchain.recording import QUERY_ID_KEY
@@ -367,8 +366,7 @@ def span_recall_evaluator(
         return {
             "key": key,
             "score": score,
-            "comment": f"{record.query_id}: {name} {score:.3f} over {len(record.results)} "
-            "results",
+            "comment": f"{record.query_id}: {name} {score:.3f} over {len(record.results)} results",
             "extra": {
                 "query_id": record.query_id,
                 "unmapped": evaluation.mapping.unmapped,

@@ -237,8 +237,7 @@ class Recording:
             )
         if self.strict:
             raise RecorderError(
-                f"{self.recorder.path}: could not record a retrieval: "
-                f"{type(exc).__name__}: {exc}"
+                f"{self.recorder.path}: could not record a retrieval: {type(exc).__name__}: {exc}"
             ) from exc
 
     def close(self) -> None:

@@ -162,9 +162,7 @@ class _Session:
         return run
 
 
-def _finish(
-    path: Path, queries: list[GoldQuery], failed: list[tuple[str, BaseException]]
-) -> Run:
+def _finish(path: Path, queries: list[GoldQuery], failed: list[tuple[str, BaseException]]) -> Run:
     """Read the file back, put its lines in gold order, say what went wrong."""
     run = read_run(path)
     # Lines were written in completion order, which varies between runs; gold order (and,
@@ -288,4 +286,3 @@ async def arun_gold_set(
     finally:
         run = session.finish()
     return run
-

@@ -242,4 +242,3 @@ def record_retrievals(
         handler.note_unrecorded(missed)
         if owned:
             handler.close()
-

@@ -172,9 +172,7 @@ class Trace:
                 continue  # rules 2 and 3: nothing else in the inputs it could be chosen from
             self.keys.add(key)
             self.candidate_keys.add(key)
-            self.candidates.append(
-                Candidate(key, documents, run_id, step, ended, position, name)
-            )
+            self.candidates.append(Candidate(key, documents, run_id, step, ended, position, name))
             added += 1
         if added and inputs:
             for candidate in self.candidates:

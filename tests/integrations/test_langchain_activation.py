@@ -72,16 +72,17 @@ def test_record_retrievals_with_several_blocks_counts_foreign_threads(tmp_path: 
     import threading
 
     retriever = STORE.as_retriever()
-    with (
-        pytest.warns(RecordingWarning, match="1 retriever runs started outside") as seen,
-        record_retrievals(tmp_path / "a.jsonl"),
-        record_retrievals(tmp_path / "b.jsonl"),
-    ):
-        # Started without any block's context while two are open: cannot be attributed.
-        thread = threading.Thread(target=retriever.invoke, args=(QUESTIONS[0],))
-        thread.start()
-        thread.join()
-        retriever.invoke(QUESTIONS[1])
+
+    def run_blocks() -> None:
+        with record_retrievals(tmp_path / "a.jsonl"), record_retrievals(tmp_path / "b.jsonl"):
+            # Started without any block's context while two are open: cannot be attributed.
+            thread = threading.Thread(target=retriever.invoke, args=(QUESTIONS[0],))
+            thread.start()
+            thread.join()
+            retriever.invoke(QUESTIONS[1])
+
+    with pytest.warns(RecordingWarning, match="1 retriever runs started outside") as seen:
+        run_blocks()
     assert len(seen) == 2  # each open block says so
     assert [r.query for r in read_run(tmp_path / "b.jsonl").records] == [QUESTIONS[1]]
     assert read_run(tmp_path / "a.jsonl").records == []
@@ -164,7 +165,8 @@ def test_env_var_records_a_whole_process_into_one_file_shared_by_two_processes(
 def test_env_var_off_records_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPANCHOR_RUN_FILE", "0")
     STORE.as_retriever().invoke(QUESTIONS[0])
-    assert not (tmp_path / "0").exists() and not Path("0").exists()
+    assert not (tmp_path / "0").exists()
+    assert not Path("0").exists()
 
 
 # -- run_gold_set drives a whole app --------------------------------------------------------------

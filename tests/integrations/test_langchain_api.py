@@ -37,6 +37,7 @@ EXPECTED_API = {
 
 MODULES = [
     "_handler_state",
+    "_lines",
     "activation",
     "callbacks",
     "documents",

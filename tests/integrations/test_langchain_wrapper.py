@@ -230,8 +230,12 @@ def test_a_strict_recorder_fails_fast_and_a_lenient_one_never_raises(tmp_path: P
     wrapped = RecordingRetriever(RunnableLambda(lambda q: [Document(page_content=q)]), lenient)
     assert wrapped.invoke("q") == [Document(page_content="q")]
     assert wrapped.failures == 1
+
+    def unreadable(query: str) -> list[Document]:
+        return [object()]  # type: ignore[list-item]
+
     strict_path = RecordingRetriever(
-        RunnableLambda(lambda q: [object()]), tmp_path / "strict.jsonl", strict=True
+        RunnableLambda(unreadable), tmp_path / "strict.jsonl", strict=True
     )
     with pytest.raises(RecorderError, match="not a Document"):
         strict_path.invoke("q")
