@@ -1,40 +1,37 @@
-"""A LangChain callback handler that records every retriever run of a chain or agent.
+"""A LangChain callback handler that records what reaches the model in a chain, graph or agent.
 
-Attach it through config callbacks (``chain.invoke(x, config={"callbacks": [handler]})``) and
-it reaches every retriever inside the chain, however deep: config callbacks are inheritable.
-(``BaseRetriever(callbacks=[...])`` does not exist: LangChain silently ignores it.)
+Attach it through config callbacks (``chain.invoke(x, config={"callbacks": [handler]})``): they
+are inheritable, so it reaches every step inside, however deep. It writes two kinds of lines:
 
-How it joins and filters LangChain's events:
+* **retrieval** — every retriever run: ``on_retriever_start`` gives the query, the metadata
+  (where the gold query id travels, ``metadata["spanchor_query_id"]``, and LangChain's
+  ``ls_retriever_name`` ...) and the run id; ``on_retriever_end`` the documents (joined by run
+  id; the time between is the latency); ``on_retriever_error`` an error line.
+  ``serialized`` is ``None`` for retrievers in langchain-core 1.x and never read. Retrievers
+  nest (compression, ensembles): ``nested="outermost"`` (default) keeps the outermost run,
+  ``"innermost"`` the runs with no retriever inside, ``"all"`` every run.
+* **context** — documents that steps produced without a retriever run, which LangChain's own
+  tutorials use first: a LangGraph node returning ``{"context": docs}`` from
+  ``vector_store.similarity_search``, a ``@chain`` returning Documents with scores, a tool's
+  ``content_and_artifact`` artifact. Which step outputs count, and how one list handed from
+  step to step stays one line, is the rule of :mod:`spanchor_langchain.traces`; the lines are
+  written when the top-level run ends.
 
-* ``on_retriever_start`` gives the query, the run metadata (where the gold query id travels,
-  ``metadata["spanchor_query_id"]``) and the run id; ``serialized`` is ``None`` for every
-  ``BaseRetriever`` in langchain-core 1.x and is never read. ``on_retriever_end`` gives the
-  documents and the same run id, nothing else; the two are joined by run id, and the
-  time between them is the latency. ``on_retriever_error`` ends the run as an error line.
-* Retrievers nest (a compression retriever around a vector-store retriever, an ensemble, a
-  retriever that runs a chain that runs a retriever). Each of them is a retriever run, and one
-  user retrieval must be one line. ``nested="outermost"`` (default) keeps the outermost run —
-  what the rest of the chain, and the model, actually received; ``"innermost"`` keeps runs with
-  no retriever inside them (what the index returned, before reranking); ``"all"`` keeps every
-  run. Nesting is known from ``parent_run_id``: the handler remembers the chain and tool runs
-  that start *inside* a retriever run (only those — runs outside every retriever cost one
-  dictionary lookup) so that a retriever two chains below another is still seen as nested.
-* The handler is called from LangChain's worker threads under ``batch`` and inline on the
-  event loop under ``ainvoke``/``abatch`` (``run_inline``: its work is a dictionary update and
-  one small write, cheaper than a hop to a thread, and the timing stays honest). Its state is
-  guarded by a lock; the run file by the recorder's own lock.
-* A retriever run can start and never end: ``BaseRetriever.ainvoke`` reports only
-  ``Exception``, so a cancellation (``asyncio.wait_for``, a cancelled task) fires neither
-  ``on_retriever_end`` nor ``on_retriever_error``. Such a run is not left pending forever: when
-  the top-level run it belongs to ends or fails (chains report ``BaseException``, cancellation
-  included), every retrieval of that run still pending is written as an error line
-  (``CancelledError: ...`` or ``no end event: ...``), and :meth:`SpanchorCallbackHandler.close`
-  does the same for whatever is left. To know which top-level run a retrieval belongs to, the
-  handler keeps the parent of every open nested chain, tool and retriever run (one dictionary
-  write at the start of a run and one removal at its end; top-level runs are not stored).
-* It never breaks the user's chain: every method catches everything and counts it
-  (:attr:`SpanchorCallbackHandler.failures`). ``raise_error`` stays ``False`` — LangChain would
-  otherwise re-raise a handler's exception into the chain.
+Every line carries its provenance: ``source`` (the retriever's, node's, step's or tool's run
+name), ``stage``, ``trace_id`` (the top-level run id; ``parent_run_id`` is followed up to it),
+``run_id``, ``parent_run_id``, ``sequence`` (order in the trace) and ``metadata`` (tags,
+``ls_*`` keys, the LangGraph node). The query of every line is the *question of the trace*
+(the top-level input's question, or its last human message) — so a rewritten or generated
+retriever query still belongs to its gold question; the retriever's own query is then kept in
+``metadata["retriever_query"]``.
+
+The handler is called from LangChain's worker threads under ``batch`` and inline under
+``ainvoke`` (``run_inline``); its state is guarded by a lock. A retrieval that never ends (a
+cancelled ``ainvoke``) is written as an error line when its top-level run ends, or at
+:meth:`SpanchorCallbackHandler.close`. It never breaks the user's chain: every method catches
+everything and counts it (:attr:`SpanchorCallbackHandler.failures`) — unless ``strict=True``,
+which fails fast: LangChain re-raises the handler's :class:`~spanchor_core.RecorderError`
+into the chain (``raise_error``), and :meth:`close` raises when nothing was recorded.
 """
 
 from __future__ import annotations
@@ -43,20 +40,21 @@ import asyncio
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from spanchor_core.corpus import Corpus
-from spanchor_core.gold import GoldSet
-from spanchor_core.runs import RunRecorder
-from spanchor_langchain.documents import DEFAULT_SCORE_KEYS, DocumentIdRule
+from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
+from spanchor_langchain._handler_state import HandlerState, Retrieval
+from spanchor_langchain._lines import context_lines, retrieval_line, silence_message
+from spanchor_langchain.documents import DEFAULT_SCORE_KEYS, DocumentIdRule, document_lists
 from spanchor_langchain.recording import QUERY_ID_KEY, Recording, RecordTarget
+from spanchor_langchain.traces import Trace, question_of
 
-__all__ = ["NESTED_POLICIES", "NestedPolicy", "SpanchorCallbackHandler"]
+__all__ = ["NESTED_POLICIES", "NestedPolicy", "RecordingWarning", "SpanchorCallbackHandler"]
 
 NestedPolicy = Literal["outermost", "innermost", "all"]
 NESTED_POLICIES: Final[tuple[str, ...]] = ("outermost", "innermost", "all")
@@ -64,20 +62,8 @@ NESTED_POLICIES: Final[tuple[str, ...]] = ("outermost", "innermost", "all")
 _log = logging.getLogger("spanchor_langchain")
 
 
-@dataclass(slots=True)
-class _Retrieval:
-    """A retriever run between its start and end events."""
-
-    query: str
-    query_id: str | None
-    started: float
-    nested: bool  # another retriever run encloses this one
-    parent: UUID | None  # the run this one was started in
-    root: UUID  # the top-level run this one belongs to (itself when it is top-level)
-    has_inner: bool = False  # another retriever run started inside this one
-
-
-_MAX_DEPTH: Final = 256  # bound on parent walks; LangChain run trees are far shallower
+class RecordingWarning(UserWarning):
+    """A recorder saw the application run but could not record what it retrieved."""
 
 
 def _abandoned(error: BaseException | None) -> str:
@@ -90,19 +76,20 @@ def _abandoned(error: BaseException | None) -> str:
 
 
 class SpanchorCallbackHandler(BaseCallbackHandler):
-    """Record every retriever run the handler sees into a run file (one line per retrieval).
+    """Record the retrievals and the context documents of every run the handler sees.
 
-    ``target`` is a run-file path (opened now and truncated unless ``mode="a"``; the file is
-    complete after every line, :meth:`close` just releases it) or an open
-    :class:`~spanchor_core.RunRecorder`. Create one handler per run file and pass it to every
-    call: each new handler on the same path starts the file afresh. ``gold`` resolves query ids
-    from the query text when the run metadata carries none; ``corpus`` stamps the corpus
-    fingerprint into the header. ``nested`` chooses which of nested retriever runs to keep (see
-    the module docstring). The remaining arguments are those of
+    ``target`` is a run-file path or an open :class:`~spanchor_core.RunRecorder`. All handlers
+    (and wrappers) given the same path in one process share one open file, so a handler built
+    per call loses nothing; ``mode="a"`` (default, as LangChain's ``FileCallbackHandler``)
+    appends to an existing run file, ``mode="w"`` starts it afresh if it is not open in this
+    process yet (see :mod:`spanchor_langchain.shared`). ``gold`` resolves query ids from the
+    question text when the run metadata carries none; ``corpus`` stamps the corpus
+    fingerprint into the header. ``nested`` chooses among nested retriever runs;
+    ``contexts=False`` records retriever runs only. ``strict=True`` raises instead of
+    counting (see the module docstring). The remaining arguments are those of
     :class:`~spanchor_langchain.RecordingRetriever`.
     """
 
-    raise_error: bool = False
     run_inline: bool = True
 
     def __init__(
@@ -115,19 +102,22 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
         max_results: int | None = None,
         nested: NestedPolicy = "outermost",
+        contexts: bool = True,
         query_id_key: str = QUERY_ID_KEY,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         run_tags: Mapping[str, Any] | None = None,
-        mode: Literal["w", "a"] = "w",
+        mode: Literal["w", "a"] = "a",
+        strict: bool = False,
     ) -> None:
         if nested not in NESTED_POLICIES:
             raise ValueError(f"nested must be one of {NESTED_POLICIES}, got {nested!r}")
         if description is None and not isinstance(target, RunRecorder):
             description = "langchain:callbacks"
         if parameters is None and not isinstance(target, RunRecorder):
-            parameters = {"nested": nested, "max_results": max_results}
+            parameters = {"nested": nested, "max_results": max_results, "contexts": contexts}
         self.nested: NestedPolicy = nested
+        self.contexts = contexts
         self._recording = Recording(
             target,
             gold=gold,
@@ -140,16 +130,17 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
             parameters=parameters,
             tags=run_tags,
             mode=mode,
+            strict=strict,
         )
+        self.raise_error = self._recording.strict
+        self._gold = gold
         self._lock = threading.Lock()
-        self._retrievals: dict[UUID, _Retrieval] = {}
-        # run id -> id of the nearest retriever run enclosing it (itself, for a retriever run);
-        # holds only runs inside some retriever run.
-        self._enclosing: dict[UUID, UUID] = {}
-        # run id -> parent run id, for open nested runs (chains, tools, retrievers); single
-        # dict operations are atomic, so the chain hot path writes it without the lock.
-        self._parents: dict[UUID, UUID] = {}
+        self._state = HandlerState(nested)
         self._failures = 0
+        self._written = 0
+        self._closed = False
+        self.foreign_runs = 0
+        """Top-level runs received from outside a ``record_retrievals`` block's context."""
 
     # -- state --------------------------------------------------------------------------------
 
@@ -159,9 +150,23 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         return self._recording.recorder
 
     @property
+    def strict(self) -> bool:
+        return self._recording.strict
+
+    @property
     def records(self) -> int:
-        """Lines written to the recorder so far."""
+        """Lines written to the recorder so far (by every recorder sharing its file)."""
         return self._recording.records
+
+    @property
+    def written(self) -> int:
+        """Lines this handler wrote."""
+        return self._written
+
+    @property
+    def roots(self) -> int:
+        """Top-level chain, graph and tool runs this handler saw."""
+        return self._state.roots
 
     @property
     def failures(self) -> int:
@@ -171,24 +176,49 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
     @property
     def pending(self) -> int:
         """Retriever runs started and not yet ended."""
-        return len(self._retrievals)
+        return len(self._state.retrievals)
 
     def close(self) -> None:
-        """Write still-pending retrievals as error lines, then release the run file if this
-        handler opened it (every other line is already written)."""
+        """Write what is still pending (retrievals as error lines, context of unfinished
+        traces), warn if the handler saw runs but recorded nothing, release the run file."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             with self._lock:
-                left = list(self._retrievals.values())
-                self._retrievals.clear()
-                self._enclosing.clear()
-                self._parents.clear()
+                left, traces = self._state.drain()
             for retrieval in left:
                 self._write_abandoned(
                     retrieval, "no end event: the handler was closed before the retrieval ended"
                 )
+            for root, trace in traces:
+                self._write_contexts(root, trace)
+        except RecorderError:
+            if self.strict:
+                self._recording.close()
+                raise
         except Exception as exc:
             self._failed(exc)
-        self._recording.close()
+        try:
+            self._warn_if_silent()
+        finally:
+            self._recording.close()
+
+    def _warn_if_silent(self) -> None:
+        message = silence_message(
+            str(self.recorder.path), self._state.roots, self._written,
+            self._state.foreign_unrecorded,
+        )  # fmt: skip
+        if message is None:
+            return
+        if self.strict:
+            raise RecorderError(message)
+        warnings.warn(message, RecordingWarning, stacklevel=3)
+
+    def note_unrecorded(self, count: int) -> None:
+        """``count`` retriever runs belonging to this handler's block could not be recorded
+        (see :mod:`spanchor_langchain.scope`); :meth:`close` reports them."""
+        self._state.foreign_unrecorded += count
 
     def __enter__(self) -> SpanchorCallbackHandler:
         return self
@@ -198,7 +228,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
 
     def __repr__(self) -> str:
         return (
-            f"SpanchorCallbackHandler({str(self.recorder.path)!r}, nested={self.nested!r}, "
+            f"{type(self).__name__}({str(self.recorder.path)!r}, nested={self.nested!r}, "
             f"records={self.records}, failures={self.failures})"
         )
 
@@ -220,9 +250,6 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
     def ignore_custom_event(self) -> bool:
         return True
 
-    # Chain and tool events (tools are filtered by ``ignore_agent``) are always wanted: they tell
-    # nested retrievers apart and end the retrievals a cancelled top-level run left pending.
-
     # -- retriever events ---------------------------------------------------------------------
 
     def on_retriever_start(
@@ -239,26 +266,10 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         try:
             started = time.perf_counter()
             query_id = self._recording.query_id(metadata)
+            name = kwargs.get("name")
             with self._lock:
-                if parent_run_id is None:
-                    root = run_id
-                else:
-                    self._parents[run_id] = parent_run_id
-                    root = self._root_of(parent_run_id)
-                outer = None if parent_run_id is None else self._enclosing.get(parent_run_id)
-                if outer is not None:
-                    enclosing = self._retrievals.get(outer)
-                    if enclosing is not None:
-                        enclosing.has_inner = True
-                if self.nested != "all":  # "all" needs no nesting, so tracks none
-                    self._enclosing[run_id] = run_id
-                self._retrievals[run_id] = _Retrieval(
-                    query if isinstance(query, str) else str(query),
-                    query_id,
-                    started,
-                    outer is not None,
-                    parent_run_id,
-                    root,
+                self._state.start_retrieval(
+                    run_id, parent_run_id, query, query_id, name, tags, metadata, started
                 )
         except Exception as exc:
             self._failed(exc)
@@ -271,20 +282,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            ended = time.perf_counter()
-            retrieval = self._finish(run_id)
-            if retrieval is not None:
-                self._recording.record(
-                    retrieval.query,
-                    documents,
-                    query_id=retrieval.query_id,
-                    latency_ms=(ended - retrieval.started) * 1000.0,
-                )
-            if parent_run_id is None and self._retrievals:
-                self._end_root(run_id, None)
-        except Exception as exc:
-            self._failed(exc)
+        self._end_retrieval(documents, None, run_id, parent_run_id)
 
     def on_retriever_error(
         self,
@@ -294,99 +292,27 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        self._end_retrieval(None, error, run_id, parent_run_id)
+
+    def _end_retrieval(
+        self,
+        documents: Any,
+        error: BaseException | None,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+    ) -> None:
         try:
             ended = time.perf_counter()
-            retrieval = self._finish(run_id)
+            with self._lock:
+                retrieval = self._state.finish_retrieval(run_id, documents)
             if retrieval is not None:
-                self._recording.record(
-                    retrieval.query,
-                    None,
-                    query_id=retrieval.query_id,
-                    latency_ms=(ended - retrieval.started) * 1000.0,
-                    error=error,
-                )
-            if parent_run_id is None and self._retrievals:
+                self._write_retrieval(retrieval, documents, ended, error)
+            if parent_run_id is None and self._state.retrievals:
                 self._end_root(run_id, error)
         except Exception as exc:
             self._failed(exc)
 
-    def _finish(self, run_id: UUID) -> _Retrieval | None:
-        """Forget the run; return it if the nesting policy keeps it."""
-        with self._lock:
-            self._enclosing.pop(run_id, None)
-            self._parents.pop(run_id, None)
-            retrieval = self._retrievals.pop(run_id, None)
-        if retrieval is None:  # its start was not seen (handler attached mid-run)
-            return None
-        return retrieval if self._kept(retrieval) else None
-
-    def _kept(self, retrieval: _Retrieval) -> bool:
-        """Whether the nesting policy writes this retrieval."""
-        if self.nested == "outermost":
-            return not retrieval.nested
-        if self.nested == "innermost":
-            return not retrieval.has_inner
-        return True
-
-    def _root_of(self, run_id: UUID) -> UUID:
-        """The top-level run ``run_id`` belongs to (runs started before we saw them end it)."""
-        for _ in range(_MAX_DEPTH):
-            parent = self._parents.get(run_id)
-            if parent is None:
-                return run_id
-            run_id = parent
-        return run_id
-
-    def _end_root(self, root: UUID, error: BaseException | None) -> None:
-        """A top-level run ended: its retrievals still pending will never end; write them."""
-        with self._lock:
-            left = [r for r in self._retrievals.items() if r[1].root == root]
-            for run_id, _ in left:
-                del self._retrievals[run_id]
-                self._enclosing.pop(run_id, None)
-                # The runs between it and the root never ended either (a tool does not
-                # report a cancellation); forget them too.
-                parent = self._parents.pop(run_id, None)
-                for _ in range(_MAX_DEPTH):
-                    if parent is None or parent == root:
-                        break
-                    self._enclosing.pop(parent, None)
-                    parent = self._parents.pop(parent, None)
-        for _, retrieval in left:
-            self._write_abandoned(retrieval, _abandoned(error))
-
-    def _write_abandoned(self, retrieval: _Retrieval, reason: str) -> None:
-        if self._kept(retrieval):
-            self._recording.record(
-                retrieval.query,
-                None,
-                query_id=retrieval.query_id,
-                latency_ms=(time.perf_counter() - retrieval.started) * 1000.0,
-                error=reason,
-            )
-
-    # -- chain and tool events: nesting only --------------------------------------------------
-
-    def _enter(self, run_id: UUID, parent_run_id: UUID | None) -> None:
-        if parent_run_id is None:
-            return
-        self._parents[run_id] = parent_run_id  # one atomic write
-        outer = self._enclosing.get(parent_run_id)  # one atomic lookup outside retrievers
-        if outer is not None:
-            with self._lock:
-                self._enclosing[run_id] = outer
-
-    def _leave(
-        self, run_id: UUID, parent_run_id: UUID | None, error: BaseException | None = None
-    ) -> None:
-        if parent_run_id is None:
-            if self._retrievals:
-                self._end_root(run_id, error)
-            return
-        self._parents.pop(run_id, None)  # one atomic removal
-        if run_id in self._enclosing:
-            with self._lock:
-                self._enclosing.pop(run_id, None)
+    # -- chain and tool events ----------------------------------------------------------------
 
     def on_chain_start(
         self,
@@ -395,20 +321,75 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        self._start_step(serialized, inputs, run_id, parent_run_id, tags, metadata, kwargs)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        inputs = kwargs.get("inputs")
+        self._start_step(
+            serialized, input_str if inputs is None else inputs, run_id, parent_run_id,
+            tags, metadata, kwargs,
+        )  # fmt: skip
+
+    def _start_step(
+        self,
+        serialized: Mapping[str, Any] | None,
+        inputs: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        kwargs: Mapping[str, Any],
+    ) -> None:
         try:
-            self._enter(run_id, parent_run_id)
+            name = kwargs.get("name")
+            if name is None and serialized:
+                name = serialized.get("name")
+            shared = self._recording.shared
+            if parent_run_id is None and shared is not None:
+                shared.saw_root()
+            with self._lock:
+                self._state.start_step(
+                    run_id,
+                    parent_run_id,
+                    name if isinstance(name, str) else None,
+                    inputs,
+                    tags,
+                    metadata,
+                    None if parent_run_id is not None else self._recording.query_id(metadata),
+                    time.perf_counter(),
+                    question_of,
+                )
         except Exception as exc:
             self._failed(exc)
 
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        try:
-            self._leave(run_id, parent_run_id)
-        except Exception as exc:
-            self._failed(exc)
+        self._end_step(run_id, parent_run_id, outputs, None)
+
+    def on_tool_end(
+        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        artifact = getattr(output, "artifact", None)
+        lists = document_lists(artifact) if artifact is not None else []
+        if lists:
+            self._end_step(run_id, parent_run_id, None, None, [("artifact", lists[0][1])])
+        else:
+            self._end_step(run_id, parent_run_id, output, None)
 
     def on_chain_error(
         self,
@@ -418,32 +399,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            self._leave(run_id, parent_run_id, error)
-        except Exception as exc:
-            self._failed(exc)
-
-    def on_tool_start(
-        self,
-        serialized: dict[str, Any] | None,
-        input_str: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            self._enter(run_id, parent_run_id)
-        except Exception as exc:
-            self._failed(exc)
-
-    def on_tool_end(
-        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
-        try:
-            self._leave(run_id, parent_run_id)
-        except Exception as exc:
-            self._failed(exc)
+        self._end_step(run_id, parent_run_id, None, error)
 
     def on_tool_error(
         self,
@@ -453,14 +409,80 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        self._end_step(run_id, parent_run_id, None, error)
+
+    def _end_step(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        outputs: Any,
+        error: BaseException | None,
+        lists: list[tuple[str | None, Sequence[Any]]] | None = None,
+    ) -> None:
         try:
-            self._leave(run_id, parent_run_id, error)
+            ended = time.perf_counter()
+            if lists is None:
+                lists = document_lists(outputs) if self.contexts and outputs is not None else []
+            with self._lock:
+                trace = self._state.finish_step(run_id, lists, ended)
+            if parent_run_id is None:
+                if self._state.retrievals:
+                    self._end_root(run_id, error)
+                if trace is not None:
+                    self._write_contexts(run_id, trace)
         except Exception as exc:
             self._failed(exc)
+
+    # -- explicit records (spanchor_langchain.record) -----------------------------------------
+
+    def offer_documents(
+        self, documents: Sequence[Any], *, parent_run_id: UUID | None, source: str | None
+    ) -> bool:
+        """Offer a document list as context of the trace ``parent_run_id`` belongs to; return
+        whether the handler knows that trace (else the caller writes the line itself)."""
+        with self._lock:
+            return self._state.offer(documents, parent_run_id, source, time.perf_counter())
+
+    def write_line(self, query: str, documents: Sequence[Any], **provenance: Any) -> None:
+        """Write one line now (outside any known trace)."""
+        self._recording.record(query, documents, query_id=None, latency_ms=None, **provenance)
+        self._written += 1
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _write_retrieval(
+        self,
+        retrieval: Retrieval,
+        documents: Any,
+        ended: float,
+        error: str | BaseException | None,
+    ) -> None:
+        self._recording.record(
+            documents=documents, error=error, **retrieval_line(retrieval, ended, self._gold)
+        )
+        self._written += 1
+
+    def _write_contexts(self, root: UUID, trace: Trace) -> None:
+        for line in context_lines(root, trace):
+            self._recording.record(**line)
+            self._written += 1
+
+    def _end_root(self, root: UUID, error: BaseException | None) -> None:
+        """A top-level run ended: its retrievals still pending will never end; write them."""
+        with self._lock:
+            left = self._state.abandon(root)
+        for retrieval in left:
+            self._write_abandoned(retrieval, _abandoned(error))
+
+    def _write_abandoned(self, retrieval: Retrieval, reason: str) -> None:
+        if self._state.kept(retrieval):
+            self._write_retrieval(retrieval, None, time.perf_counter(), reason)
 
     # -- failures -----------------------------------------------------------------------------
 
     def _failed(self, exc: Exception) -> None:
+        if self.strict and isinstance(exc, RecorderError):
+            raise exc
         with self._lock:
             self._failures += 1
             first = self._failures == 1
@@ -471,3 +493,5 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
                 type(exc).__name__,
                 exc,
             )
+        if self.strict:
+            raise RecorderError(f"spanchor callback handler failed: {exc}") from exc

@@ -22,6 +22,10 @@ What is taken from a ``Document`` and why:
   guessed id would be a wrong hint. :func:`source_to_document_id` turns paths under the corpus
   root into ids by the corpus rule (relative POSIX path without its suffix).
 * the whole metadata dict, copied, as provenance.
+
+``(Document, score)`` pairs — what ``similarity_search_with_score`` returns, and what a step
+may pass on as is — are read as the document with that score (the pair's score wins over
+metadata). :func:`document_lists` finds such lists in a step's outputs (see its docstring).
 """
 
 from __future__ import annotations
@@ -35,14 +39,18 @@ from typing import Any, Final, TypeAlias
 
 from langchain_core.documents import Document
 
-from spanchor_core.corpus import document_id_for
-from spanchor_core.runs import RetrievedResult, result_from_mapping
+from spanchor_core import RetrievedResult
+from spanchor_core.corpus import document_id_for  # not exported at the top level yet
+from spanchor_core.runs import result_from_mapping  # not exported at the top level yet
 
 __all__ = [
     "DEFAULT_SCORE_KEYS",
     "DocumentIdRule",
     "document_id_function",
+    "document_lists",
+    "documents_key",
     "documents_to_results",
+    "is_document",
     "source_to_document_id",
 ]
 
@@ -123,6 +131,68 @@ def _score(metadata: Mapping[str, Any], keys: Sequence[str]) -> float | None:
     return None
 
 
+def _is_score(value: Any) -> bool:
+    kind = type(value)
+    return kind is float or (kind is not bool and isinstance(value, numbers.Real))
+
+
+def is_document(item: Any) -> bool:
+    """A ``Document`` or a ``(Document, score)`` pair."""
+    if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+        item = item[0]
+    return isinstance(item, Document)
+
+
+_MESSAGE_KEYS: Final = ("messages",)
+
+
+def document_lists(value: Any) -> list[tuple[str | None, Sequence[Any]]]:
+    """The lists of documents a step's outputs (or inputs) hold, with the key they are under.
+
+    Looked at, and nothing deeper (a bounded look, so that a chain end costs next to nothing):
+    the value itself as a non-empty list or tuple whose items are all ``Document`` objects or
+    ``(Document, score)`` pairs; each value of a dict (a LangGraph state update such as
+    ``{"context": docs}``, a ``RunnableParallel`` output); and the ``artifact`` of each message
+    in a list under ``"messages"`` (tool results in an agent's state). Empty lists are not
+    documents: nothing says what they would have held.
+    """
+    found: list[tuple[str | None, Sequence[Any]]] = []
+    if isinstance(value, list | tuple):
+        if _all_documents(value):
+            found.append((None, value))
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, list | tuple) and item:
+                if _all_documents(item):
+                    found.append((str(key), item))
+                elif key in _MESSAGE_KEYS:
+                    for message in item:
+                        artifact = getattr(message, "artifact", None)
+                        if isinstance(artifact, list | tuple) and _all_documents(artifact):
+                            found.append((str(key), artifact))
+    return found
+
+
+def _all_documents(items: Sequence[Any]) -> bool:
+    if not items or not is_document(items[0]):
+        return False
+    return all(is_document(item) for item in items)
+
+
+def documents_key(documents: Sequence[Any]) -> tuple[str, ...]:
+    """What makes two lists "the same documents in the same order": their texts.
+
+    By value, not identity: LangGraph state and copies made on the way (adding a score to a
+    copy of the metadata) keep the texts; a reranker that changes only scores does not make a
+    new list. Python caches a string's hash, so hashing the key is cheap.
+    """
+    key = []
+    for item in documents:
+        text = getattr(item[0] if type(item) is tuple else item, "page_content", None)
+        key.append(text if type(text) is str else repr(item))
+    return tuple(key)
+
+
 def _hint(metadata: Mapping[str, Any], text: str) -> tuple[int | None, int | None]:
     start = metadata.get("start_index")
     # LangChain writes -1 when its own search failed; that is no hint at all.
@@ -152,6 +222,9 @@ def documents_to_results(
     for rank, item in enumerate(documents, start=1):
         if max_results is not None and rank > max_results:
             break
+        pair_score: float | None = None
+        if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+            item, pair_score = item[0], float(item[1])
         text = getattr(item, "page_content", None)
         if type(text) is str or isinstance(text, str):
             raw_metadata = getattr(item, "metadata", None)
@@ -161,9 +234,8 @@ def documents_to_results(
                 metadata = {}
             start, end = _hint(metadata, text)
             doc_id = rule(item) if rule is not None else None
-            results.append(
-                RetrievedResult(rank, text, _score(metadata, keys), doc_id, start, end, metadata)
-            )
+            score = pair_score if pair_score is not None else _score(metadata, keys)
+            results.append(RetrievedResult(rank, text, score, doc_id, start, end, metadata))
         elif isinstance(item, Mapping):
             results.append(_result_from_dict(item, rank, rule, keys))
         elif isinstance(item, str):

@@ -1,10 +1,14 @@
 """The one place where a LangChain retrieval becomes a run-file line, shared by every recorder.
 
-:class:`Recording` owns (or borrows) a :class:`spanchor_core.RunRecorder` and knows how to turn
-documents into results. Its :meth:`Recording.record` never raises, whatever goes wrong —
-documents it cannot read, a full disk, a bug of ours — because a recorder that breaks the
-retrieval it observes would be removed from the very pipelines it is meant to guard. Failures
-are counted instead (:attr:`Recording.failures`) and the first one is logged.
+:class:`Recording` holds a :class:`spanchor_core.RunRecorder` — the process's shared one for a
+path (:mod:`spanchor_langchain.shared`), or one you pass in — and knows how to turn documents
+into results. Its :meth:`Recording.record` never raises, whatever goes wrong — documents it
+cannot read, a full disk, a bug of ours — because a recorder that breaks the retrieval it
+observes would be removed from the very pipelines it is meant to guard. Failures are counted
+instead (:attr:`Recording.failures`) and the first one is logged. The exception is
+``strict=True`` (or a strict recorder passed in): then a line that cannot be written raises
+:class:`~spanchor_core.RecorderError`, so that CI fails at once instead of gating on a run
+with holes.
 """
 
 from __future__ import annotations
@@ -15,16 +19,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from spanchor_core.corpus import Corpus
-from spanchor_core.errors import RecorderError
-from spanchor_core.gold import GoldSet
-from spanchor_core.runs import RunRecorder
+from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
+from spanchor_core.runs import Stage  # not exported at the top level yet
 from spanchor_langchain.documents import (
     DEFAULT_SCORE_KEYS,
     DocumentIdRule,
     document_id_function,
     documents_to_results,
 )
+from spanchor_langchain.shared import SharedFile, open_shared
 
 __all__ = ["QUERY_ID_KEY", "RecordTarget", "Recording", "query_text"]
 
@@ -32,8 +35,9 @@ QUERY_ID_KEY: Final = "spanchor_query_id"
 """Config metadata key that carries the gold query id: ``{"metadata": {QUERY_ID_KEY: "q1"}}``."""
 
 RecordTarget = str | os.PathLike[str] | RunRecorder
-"""Where to record: a run-file path (opened, truncated, owned and closed by us) or an open
-:class:`~spanchor_core.RunRecorder` (shared, never closed by us)."""
+"""Where to record: a run-file path (the process's shared recorder of that path, see
+:mod:`spanchor_langchain.shared`) or an open :class:`~spanchor_core.RunRecorder` (yours, never
+closed by us)."""
 
 _log = logging.getLogger("spanchor_langchain")
 
@@ -51,12 +55,13 @@ def query_text(value: Any) -> str:
 
 
 class Recording:
-    """A recorder plus the conversion settings; thread- and async-safe, never raising.
+    """A recorder plus the conversion settings; thread- and async-safe, raising only if strict.
 
     ``gold`` lets the core fill in query ids from the query text (and puts the gold hash in the
     header); ``corpus`` puts its fingerprint in the header, so ``spanchor gate`` refuses to
     compare the run against other documents. Header arguments are only valid with a path: an
-    open recorder already wrote its header.
+    open recorder already wrote its header. ``mode`` is how a path is opened when it is not
+    open in this process yet (``"a"`` appends, ``"w"`` starts afresh).
     """
 
     __slots__ = (
@@ -64,11 +69,12 @@ class Recording:
         "_failures",
         "_lock",
         "_max_results",
-        "_owned",
         "_score_keys",
+        "_shared",
         "document_id",
         "query_id_key",
         "recorder",
+        "strict",
     )
 
     def __init__(
@@ -85,11 +91,14 @@ class Recording:
         parameters: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         mode: Literal["w", "a"] = "w",
+        strict: bool = False,
     ) -> None:
         if isinstance(score_keys, str):
             raise TypeError("score_keys must be a sequence of metadata keys, not one string")
         if max_results is not None and (type(max_results) is not int or max_results < 1):
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        if mode not in ("w", "a"):
+            raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
         self.document_id = document_id
         self._document_id = document_id_function(document_id)
         self._score_keys = tuple(score_keys)
@@ -97,6 +106,7 @@ class Recording:
         self.query_id_key = query_id_key
         self._lock = threading.Lock()
         self._failures = 0
+        self._shared: SharedFile | None
         if isinstance(target, RunRecorder):
             given = [
                 name
@@ -109,24 +119,33 @@ class Recording:
                 )
                 if value is not None
             ]
-            if given or mode != "w":
+            if given:
                 raise ValueError(
                     "an open RunRecorder already has its header and gold set; pass "
-                    f"{', '.join(given) or 'mode'} when creating it, or pass a path instead"
+                    f"{', '.join(given)} when creating it, or pass a path instead"
                 )
             self.recorder = target
-            self._owned = False
+            self._shared = None
+            self.strict = strict or target.strict
         else:
-            self.recorder = RunRecorder(
+            self._shared = open_shared(
                 target,
-                retriever=description,
-                parameters=parameters,
-                corpus_fingerprint=None if corpus is None else corpus.fingerprint,
-                gold=gold,
-                tags=tags,
                 mode=mode,
+                header={
+                    "retriever": description,
+                    "parameters": parameters,
+                    "corpus_fingerprint": None if corpus is None else corpus.fingerprint,
+                    "gold": gold,
+                    "tags": tags,
+                },
             )
-            self._owned = True
+            self.recorder = self._shared.recorder
+            self.strict = strict
+
+    @property
+    def shared(self) -> SharedFile | None:
+        """The process-wide file this recording writes to (``None`` for a recorder passed in)."""
+        return self._shared
 
     @property
     def failures(self) -> int:
@@ -153,8 +172,15 @@ class Recording:
         query_id: str | None,
         latency_ms: float | None,
         error: str | BaseException | None = None,
+        source: str | None = None,
+        stage: Stage | None = None,
+        trace_id: str | None = None,
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+        sequence: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write one line; never raises (see the module docstring)."""
+        """Write one line; never raises unless strict (see the module docstring)."""
         try:
             results = (
                 []
@@ -169,18 +195,33 @@ class Recording:
         except Exception as exc:  # a recorder must never break the retrieval
             self._failed(exc)
             return
+        recorder = self.recorder
+        before = recorder.failures
         try:
-            self.recorder.record(
+            recorder.record(
                 query_text(query),
                 results,
                 query_id=query_id,
                 latency_ms=latency_ms,
                 error=error,
+                source=source,
+                stage=stage,
+                trace_id=trace_id,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                sequence=sequence,
+                metadata=metadata,
             )
         except Exception as exc:
             # A strict recorder raises after counting the failure itself; anything else is new.
-            if not (self.recorder.strict and isinstance(exc, RecorderError)):
+            if not (recorder.strict and isinstance(exc, RecorderError)):
                 self._failed(exc)
+            elif self.strict:
+                raise
+            return
+        if self.strict and recorder.failures != before:
+            error_text = recorder.last_error
+            raise RecorderError(f"{recorder.path}: could not record a line: {error_text}")
 
     def _failed(self, exc: Exception) -> None:
         with self._lock:
@@ -194,8 +235,14 @@ class Recording:
                 type(exc).__name__,
                 exc,
             )
+        if self.strict:
+            raise RecorderError(
+                f"{self.recorder.path}: could not record a retrieval: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def close(self) -> None:
-        """Close the recorder if we opened it; a borrowed one stays open for its owner."""
-        if self._owned:
-            self.recorder.close()
+        """Release the shared file (closed with its last user); a recorder passed in stays
+        open for its owner. Idempotent."""
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.release()

@@ -38,9 +38,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import Field, PrivateAttr
 
-from spanchor_core.corpus import Corpus
-from spanchor_core.gold import GoldSet
-from spanchor_core.runs import RunRecorder
+from spanchor_core import Corpus, GoldSet, RunRecorder
 from spanchor_langchain.documents import DEFAULT_SCORE_KEYS, DocumentIdRule
 from spanchor_langchain.recording import QUERY_ID_KEY, Recording, RecordTarget
 
@@ -97,13 +95,18 @@ class RecordingRetriever(BaseRetriever):
     or ``None``); ``score_keys`` says where scores live; ``max_results`` keeps only the top results
     in the file. ``description``, ``parameters`` and ``run_tags`` go into the run header
     (defaults describe the wrapped retriever). A recording failure is counted in
-    :attr:`failures`, never raised.
+    :attr:`failures`, never raised — unless ``strict=True`` (or the recorder passed in is
+    strict): then :class:`~spanchor_core.RecorderError` reaches the caller after the
+    retrieval. Each line names the wrapped runnable (``source``) and its stage
+    (``"retrieval"``). A path already open in this process (another wrapper's, a handler's) is
+    shared, not reopened.
     """
 
     retriever: Runnable[str, list[Document]]
     """The wrapped runnable; called with the caller's input, config and keyword arguments."""
 
     _recording: Recording = PrivateAttr()
+    _source: str = PrivateAttr()
 
     def __init__(
         self,
@@ -120,9 +123,11 @@ class RecordingRetriever(BaseRetriever):
         parameters: Mapping[str, Any] | None = None,
         run_tags: Mapping[str, Any] | None = None,
         mode: Literal["w", "a"] = "w",
+        strict: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(retriever=retriever, **kwargs)
+        self._source = retriever.get_name()
         if not isinstance(target, RunRecorder):  # we write the header: describe what we wrap
             found_description, found = describe_runnable(retriever)
             if description is None:
@@ -141,6 +146,7 @@ class RecordingRetriever(BaseRetriever):
             parameters=parameters,
             tags=run_tags,
             mode=mode,
+            strict=strict,
         )
 
     # -- what callers see ---------------------------------------------------------------------
@@ -213,7 +219,15 @@ class RecordingRetriever(BaseRetriever):
             query_id = _query_id(config, recording.query_id_key)
         except Exception:  # a hostile config object; the line is still worth writing
             query_id = None
-        recording.record(query, documents, query_id=query_id, latency_ms=latency_ms, error=error)
+        recording.record(
+            query,
+            documents,
+            query_id=query_id,
+            latency_ms=latency_ms,
+            error=error,
+            source=self._source,
+            stage="retrieval",
+        )
 
     # BaseRetriever's abstract hooks: only reached by code that calls them directly, since
     # invoke/ainvoke above do not go through BaseRetriever's run machinery.

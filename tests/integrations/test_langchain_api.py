@@ -13,21 +13,43 @@ pytest.importorskip("langchain_core")
 EXPECTED_API = {
     "DEFAULT_SCORE_KEYS",
     "QUERY_ID_KEY",
+    "RUN_FILE_ENV",
     "DocumentIdRule",
+    "EnvRunFileHandler",
     "NestedPolicy",
     "RecordingRetriever",
+    "RecordingWarning",
     "ScoredVectorStoreRetriever",
     "SpanchorCallbackHandler",
     "active_handler",
     "arun_gold_set",
     "documents_to_results",
+    "langsmith_examples",
+    "record",
     "record_retrievals",
+    "recorded",
     "run_gold_set",
     "source_to_document_id",
+    "span_evaluator",
     "span_recall_evaluator",
+    "span_summary_evaluator",
 }
 
-MODULES = ["callbacks", "documents", "evaluators", "recording", "retriever", "runner", "scope"]
+MODULES = [
+    "_handler_state",
+    "_lines",
+    "activation",
+    "callbacks",
+    "documents",
+    "evaluators",
+    "manual",
+    "recording",
+    "retriever",
+    "runner",
+    "scope",
+    "shared",
+    "traces",
+]
 
 
 def test_all_is_pinned_and_every_name_exists() -> None:
@@ -59,3 +81,25 @@ def test_importing_pulls_in_no_community_package_nor_rich() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == ""
+
+
+def test_py_typed_ships_with_the_package() -> None:
+    import spanchor_langchain
+
+    assert spanchor_langchain.__file__ is not None
+    from pathlib import Path
+
+    assert (Path(spanchor_langchain.__file__).parent / "py.typed").is_file()
+
+
+def test_importing_without_langchain_core_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "try:\n    import spanchor_langchain\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.startswith("ImportError ")
+    assert 'pip install "spanchor[langchain]"' in out

@@ -59,7 +59,8 @@ def test_run_gold_set_records_every_query_in_gold_order_with_provenance(tmp_path
     assert header.corpus_fingerprint == corpus.fingerprint
     assert header.gold_sha256 == gold.sha256
     assert header.retriever.description == "langchain:VectorStoreRetriever"
-    assert header.retriever.parameters["k"] == 2
+    assert header.retriever.parameters["max_results"] == 2
+    assert "k" not in header.retriever.parameters  # the retriever's own k is in search_kwargs
     assert header.retriever.parameters["concurrency"] == 8
     assert header.retriever.parameters["search_kwargs"] == {"k": 4}
     # The file on disk is in gold order too (lines were written in completion order).
@@ -224,7 +225,7 @@ def test_evaluator_says_why_it_cannot_score() -> None:
     assert "no gold query" in no_query["comment"]
     no_documents = evaluator(FakeRun(outputs={"answer": "text"}), {"outputs": {"query_id": "q1"}})
     assert no_documents["score"] is None
-    assert "no list of documents" in no_documents["comment"]
+    assert "holds no documents" in no_documents["comment"]
     empty = evaluator(FakeRun(outputs=[]), {"outputs": {"query_id": "q1"}})
     assert empty["score"] == 0.0
 

@@ -216,13 +216,29 @@ def test_unreadable_outputs_are_counted_not_raised(tmp_path: Path) -> None:
         assert wrapped.records == 0
 
 
-def test_a_strict_recorder_is_counted_once_and_still_never_raises(tmp_path: Path) -> None:
+def test_a_strict_recorder_fails_fast_and_a_lenient_one_never_raises(tmp_path: Path) -> None:
+    # strict=True is honoured end to end: the caller gets the RecorderError (CI fails at once).
     recorder = RunRecorder(tmp_path / "run.jsonl", strict=True)
     recorder.close()
     wrapped = RecordingRetriever(RunnableLambda(lambda q: [Document(page_content=q)]), recorder)
-    assert wrapped.invoke("q") == [Document(page_content="q")]
+    with pytest.raises(RecorderError, match="closed"):
+        wrapped.invoke("q")
     assert wrapped.failures == 1
     assert isinstance(recorder.last_error, RecorderError)
+    lenient = RunRecorder(tmp_path / "lenient.jsonl")
+    lenient.close()
+    wrapped = RecordingRetriever(RunnableLambda(lambda q: [Document(page_content=q)]), lenient)
+    assert wrapped.invoke("q") == [Document(page_content="q")]
+    assert wrapped.failures == 1
+
+    def unreadable(query: str) -> list[Document]:
+        return [object()]  # type: ignore[list-item]
+
+    strict_path = RecordingRetriever(
+        RunnableLambda(unreadable), tmp_path / "strict.jsonl", strict=True
+    )
+    with pytest.raises(RecorderError, match="not a Document"):
+        strict_path.invoke("q")
 
 
 def test_header_arguments_with_an_open_recorder_are_refused(tmp_path: Path) -> None:
