@@ -63,7 +63,7 @@ from spanchor_core import (
 from spanchor_core.metrics import check_k, metric_names, split_metric_name
 from spanchor_core.runs import RetrieverInfo
 from spanchor_llamaindex._sync import run_sync
-from spanchor_llamaindex.metrics import GoldEvidence, SpanContext, metric_value
+from spanchor_llamaindex.context import GoldEvidence, SpanContext, metric_value
 from spanchor_llamaindex.nodes import DocumentIdResolver, default_document_id, nodes_to_results
 
 __all__ = ["SpanEvidenceEvaluator"]

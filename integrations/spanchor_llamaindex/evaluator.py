@@ -54,7 +54,8 @@ from spanchor_core import (
 )
 from spanchor_core.metrics import DEFAULT_METRICS, check_k
 from spanchor_llamaindex._sync import run_sync
-from spanchor_llamaindex.metrics import SPAN_METRIC_PREFIX, SpanContext, metric_value
+from spanchor_llamaindex.context import SpanContext, metric_value
+from spanchor_llamaindex.metrics import SPAN_METRIC_PREFIX
 from spanchor_llamaindex.nodes import (
     DocumentIdResolver,
     default_document_id,
