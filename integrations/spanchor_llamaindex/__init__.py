@@ -23,6 +23,7 @@ Thin translation layers from LlamaIndex objects to spanchor's core (depends on
 from __future__ import annotations
 
 from spanchor_llamaindex.batch import SpanEvidenceEvaluator
+from spanchor_llamaindex.blocks import QUERY_ID_TAG, record_retrievals, tag_query
 from spanchor_llamaindex.datasets import (
     MigrationProblem,
     QADataset,
@@ -57,12 +58,7 @@ from spanchor_llamaindex.nodes import (
     node_to_result,
     nodes_to_results,
 )
-from spanchor_llamaindex.recording import (
-    QUERY_ID_TAG,
-    SpanchorEventHandler,
-    record_retrievals,
-    tag_query,
-)
+from spanchor_llamaindex.recording import SpanchorEventHandler
 
 __all__ = [
     "QUERY_ID_TAG",

@@ -39,7 +39,6 @@ from spanchor_llamaindex.context import GoldEvidence, NodeSource, SpanContext, m
 __all__ = [
     "SPAN_METRIC_PREFIX",
     "GoldEvidence",
-    "metric_value",
     "SpanAP",
     "SpanContext",
     "SpanFullEvidence",
@@ -50,6 +49,7 @@ __all__ = [
     "SpanNDCG",
     "SpanPrecision",
     "SpanRecall",
+    "metric_value",
     "register_span_metrics",
     "span_metrics",
     "unregister_span_metrics",
