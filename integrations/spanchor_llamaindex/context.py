@@ -122,7 +122,7 @@ def metric_value(coverage: RankedCoverage, base: str, k: int | None, min_overlap
     return DEFAULT_METRICS[base].function(coverage, cutoff, min_overlap)
 
 
-def _node_lookup(nodes: NodeSource | None) -> Any:
+def node_lookup(nodes: NodeSource | None) -> Any:
     """A ``node_id -> BaseNode | None`` function over whatever holds the nodes."""
     if nodes is None:
         return None
@@ -177,7 +177,7 @@ class SpanContext:
         self.locator = locator if locator is not None else Locator(corpus)
         self.converter = NodeConverter(corpus, document_id)
         self._nodes = nodes
-        self._node = _node_lookup(nodes)
+        self._node = node_lookup(nodes)
         self._cache: OrderedDict[tuple[Any, ...], TextCoverage] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -219,6 +219,11 @@ class SpanContext:
     @property
     def has_nodes(self) -> bool:
         return self._node is not None
+
+    @property
+    def nodes_source(self) -> NodeSource | None:
+        """What the context was given as ``nodes`` (an index, a docstore, nodes), if anything."""
+        return self._nodes
 
     def node(self, node_id: str) -> BaseNode | None:
         """The node with this id, when the context was given nodes and holds it."""
