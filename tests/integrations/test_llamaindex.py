@@ -212,8 +212,8 @@ def test_public_api_is_pinned() -> None:
 def test_every_module_has_a_docstring_and_all() -> None:
     import importlib
 
-    modules = ("batch", "blocks", "context", "datasets", "evaluator", "metrics", "nodes")
-    modules += ("rag_dataset", "recording", "tables", "_scopes", "_spans", "_sync")
+    modules = ["batch", "blocks", "context", "datasets", "evaluator", "metrics", "nodes"]
+    modules += ["rag_dataset", "recording", "tables", "_scopes", "_spans", "_sync"]
     for module in modules:
         mod = importlib.import_module(f"spanchor_llamaindex.{module}")
         assert len(mod.__doc__ or "") > 80, module

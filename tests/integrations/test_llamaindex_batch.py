@@ -150,8 +150,10 @@ def test_bad_input_fails_plainly_and_fast(monkeypatch: pytest.MonkeyPatch) -> No
             _engine(), queries=QUESTIONS[:1], **_gold_kwargs(queryid=["q1"])
         )
     )
-    assert other["span"][0].score == 1.0
-    assert other["span"][0].ignored_arguments == ["queryid"]
+    (ignored,) = other["span"]
+    assert isinstance(ignored, SpanEvaluationResult)
+    assert ignored.score == 1.0
+    assert ignored.ignored_arguments == ["queryid"]
 
 
 def test_check_inputs_lists_every_problem_before_the_run() -> None:
@@ -241,7 +243,9 @@ def test_reference_answers_for_other_evaluators_leave_span_results_valid() -> No
     span = results["span"]
     assert all(isinstance(r, SpanEvaluationResult) for r in span)
     assert [(r.invalid_result, r.score) for r in span] == [(False, 1.0)] * 4
-    assert all(r.ignored_arguments == ["reference"] for r in span)
+    assert all(
+        isinstance(r, SpanEvaluationResult) and r.ignored_arguments == ["reference"] for r in span
+    )
     assert [r.passing for r in results["correctness"]] == [True] * 4
     # Every metric is a number, not only inside the feedback string.
     first = span[0]

@@ -271,6 +271,16 @@ def test_blocks_in_concurrent_tasks_record_only_their_own_queries(tmp_path: Path
         assert [r.query for r in read_run(tmp_path / f"{i}.jsonl").records] == [question]
 
 
+def _strict_block(path: Path, retriever: BaseRetriever) -> SpanchorEventHandler:
+    """A block that does not adopt worker threads: one own retrieval, one in a thread."""
+    with record_retrievals(path, adopt_threads=False) as handler:
+        retriever.retrieve("third")
+        thread = threading.Thread(target=retriever.retrieve, args=("elsewhere",))
+        thread.start()
+        thread.join()
+    return handler
+
+
 def test_nested_blocks_both_record_and_an_installed_handler_records_everything(
     tmp_path: Path,
 ) -> None:
@@ -286,14 +296,8 @@ def test_nested_blocks_both_record_and_an_installed_handler_records_everything(
                 thread = threading.Thread(target=retriever.retrieve, args=("pooled",))
                 thread.start()
                 thread.join()
-            with (
-                pytest.warns(RuntimeWarning, match=r"1 LlamaIndex retrieval\(s\) ran in threads"),
-                record_retrievals(tmp_path / "strict.jsonl", adopt_threads=False) as strict,
-            ):
-                retriever.retrieve("third")
-                thread = threading.Thread(target=retriever.retrieve, args=("elsewhere",))
-                thread.start()
-                thread.join()
+            with pytest.warns(RuntimeWarning, match=r"1 LlamaIndex retrieval\(s\) ran in threads"):
+                strict = _strict_block(tmp_path / "strict.jsonl", retriever)
     finally:
         everything.close()
 

@@ -1,4 +1,4 @@
-"""Node ids resolve to documents and offsets; raw offsets; pickling; the import without the extra."""
+"""Node ids resolve to documents and offsets; raw offsets; pickling; imports without the extra."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("llama_index.core")
-bm25 = pytest.importorskip("llama_index.retrievers.bm25")
+pytest.importorskip("llama_index.retrievers.bm25")
 
 from llama_index.core import Document, SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -40,7 +40,9 @@ from spanchor_llamaindex import (
     span_metrics,
     tag_query,
 )
-from tests.integrations.test_llamaindex import clean_registry, llamaindex_sync_api  # noqa: F401
+from tests.integrations.test_llamaindex import clean_registry, llamaindex_sync_api  # noqa: F401  # fixtures
+
+bm25 = pytest.importorskip("llama_index.retrievers.bm25")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,21 +85,24 @@ def second_occurrence_gold(corpus: Corpus) -> GoldSet:
     return GoldSet(queries)
 
 
+def _start(node: BaseNode) -> int:
+    return int(getattr(node, "start_char_idx", None) or 0)
+
+
+def _end(node: BaseNode) -> int:
+    return int(getattr(node, "end_char_idx", None) or 0)
+
+
 def independent_recall(gold: GoldQuery, nodes: list[BaseNode], k: int) -> float:
     """Recall computed here from the nodes' own document ids and offsets, nothing shared."""
-    covered = {
-        (node.ref_doc_id, i)
-        for node in nodes[:k]
-        for i in range(int(node.start_char_idx or 0), int(node.end_char_idx or 0))
-    }
+    covered = {(node.ref_doc_id, i) for node in nodes[:k] for i in range(_start(node), _end(node))}
     wanted = {(a.document_id, i) for a in gold.anchors for i in range(a.start, a.end)}
     return len(wanted & covered) / len(wanted)
 
 
 @pytest.mark.filterwarnings("ignore:There is no current event loop:DeprecationWarning")
-def test_node_ids_resolve_where_text_is_ambiguous(
-    clean_registry: None, llamaindex_sync_api: None
-) -> None:
+@pytest.mark.usefixtures("clean_registry", "llamaindex_sync_api")
+def test_node_ids_resolve_where_text_is_ambiguous() -> None:
     corpus, nodes = filing()
     texts = [n.get_content() for n in nodes]
     assert sum(len(corpus.find_all(t)) > 1 for t in texts) >= 5, "ambiguous by text"
@@ -163,7 +168,7 @@ def test_expected_ids_are_gold_when_the_context_knows_the_nodes() -> None:
     hit = metric.compute("dividend?", [second.node_id], [second.node_id], None, [SECTIONS[2]])
     assert hit.score == 1.0
     assert hit.metadata["located_by"] == "node_ids"
-    first = [n for n in nodes if n.get_content() == SECTIONS[2]][0]
+    first = next(n for n in nodes if n.get_content() == SECTIONS[2])
     miss = metric.compute("dividend?", [second.node_id], [first.node_id], None, [SECTIONS[2]])
     assert miss.score == 0.0, "the same text at the other occurrence is not the evidence"
 
@@ -186,7 +191,7 @@ def test_raw_offsets_on_crlf_and_nfd_files_are_translated(tmp_path: Path) -> Non
     splitter = SentenceSplitter(chunk_size=36, chunk_overlap=0)
     nodes = splitter.get_nodes_from_documents(documents)
     assert len(nodes) > 6
-    assert all(RAW[n.start_char_idx : n.end_char_idx] == n.get_content() for n in nodes)
+    assert all(RAW[_start(n) : _end(n)] == n.get_content() for n in nodes)
     locator = Locator(corpus)
 
     def located(converter: NodeConverter) -> list[tuple[MatchStatus, bool]]:
@@ -235,11 +240,16 @@ def test_offsets_that_are_not_raw_offsets_are_left_to_the_core(tmp_path: Path) -
 # -- pickling ------------------------------------------------------------------------------------
 
 
-def test_span_metrics_survive_a_pickle_round_trip(clean_registry: None) -> None:
+@pytest.mark.usefixtures("clean_registry")
+def test_span_metrics_survive_a_pickle_round_trip() -> None:
     corpus, nodes = filing()
     gold = second_occurrence_gold(corpus)
     second = [n for n in nodes if n.get_content() == SECTIONS[2]][1]
-    args = ("What dividend per share does the board propose?", [], [second.node_id])
+    args: tuple[str, list[str], list[str]] = (
+        "What dividend per share does the board propose?",
+        [],
+        [second.node_id],
+    )
     for metric in span_metrics(corpus, gold, k=(1, 3), nodes=nodes):
         copy = pickle.loads(pickle.dumps(metric))
         assert copy.metric_name == metric.metric_name

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("llama_index.core")
-bm25 = pytest.importorskip("llama_index.retrievers.bm25")
+pytest.importorskip("llama_index.retrievers.bm25")
 
 from llama_index.core import SimpleDirectoryReader
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -48,6 +48,8 @@ from spanchor_core import evaluate as core_evaluate
 from spanchor_core.cli import main as cli_main
 from spanchor_llamaindex import record_retrievals, tag_query
 from tests.integrations.test_llamaindex import llamaindex_sync_api  # noqa: F401  # a fixture
+
+bm25 = pytest.importorskip("llama_index.retrievers.bm25")
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "examples" / "quickstart" / "docs"
@@ -156,7 +158,9 @@ def test_a_query_engine_records_retrieval_rerank_and_context_in_one_trace(tmp_pa
             r.trace_id and r.trace_id.startswith("RetrieverQueryEngine.query-") for r in lines
         )
         retrieval, reranked, context = lines
-        assert retrieval.parent_run_id and context.parent_run_id and context.run_id
+        assert retrieval.parent_run_id
+        assert context.parent_run_id
+        assert context.run_id
         assert texts(reranked) == list(reversed(texts(retrieval)))[:3]
         assert texts(context) == texts(reranked), "the context is what the reranker kept"
     # The same engine's response carries exactly the recorded context.
@@ -191,15 +195,15 @@ def test_a_worse_postprocessor_changes_the_evaluation_and_fails_the_gate(tmp_pat
     assert before.missing_in_run == after.missing_in_run == ()
     assert before.duplicates == after.duplicates == ()
     # The gate on the recorded context lines fails; on the raw retrievals it would pass.
-    corpus, gold, _ = quickstart()
+    gold = quickstart()[1]
     write_gold(gold, tmp_path / "gold.jsonl")
     for name in ("context", "retrieval"):
         write_run(stage(baseline, name), tmp_path / f"base.{name}.jsonl")
         write_run(stage(candidate, name), tmp_path / f"cand.{name}.jsonl")
     argv = ["gate", "--docs", str(DOCS), "--gold", str(tmp_path / "gold.jsonl"), "--quiet"]
-    context_gate = argv + ["--baseline", str(tmp_path / "base.context.jsonl")]
+    context_gate = [*argv, "--baseline", str(tmp_path / "base.context.jsonl")]
     context_gate += ["--candidate", str(tmp_path / "cand.context.jsonl")]
-    raw_gate = argv + ["--baseline", str(tmp_path / "base.retrieval.jsonl")]
+    raw_gate = [*argv, "--baseline", str(tmp_path / "base.retrieval.jsonl")]
     raw_gate += ["--candidate", str(tmp_path / "cand.retrieval.jsonl")]
     assert cli_main(context_gate) == 1
     assert cli_main(raw_gate) == 0
@@ -213,7 +217,8 @@ def test_a_streaming_response_records_its_source_nodes(tmp_path: Path) -> None:
     with record_retrievals(path, corpus=corpus, gold=gold), tag_query(query_id):
         response = query_engine.query(question)
         assert not hasattr(response, "response"), "a StreamingResponse"
-        "".join(response.response_gen)  # type: ignore[union-attr]
+        for _ in response.response_gen:  # type: ignore[union-attr]
+            pass
     context = [r for r in read_run(path).records if r.stage == "context"]
     assert len(context) == 1
     assert texts(context[0]) == [n.node.get_content() for n in response.source_nodes]
@@ -270,9 +275,8 @@ def shape(run: Run) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("use_async", [False, True])
-def test_sub_questions_share_one_trace_per_user_question(
-    tmp_path: Path, use_async: bool, llamaindex_sync_api: None
-) -> None:
+@pytest.mark.usefixtures("llamaindex_sync_api")
+def test_sub_questions_share_one_trace_per_user_question(tmp_path: Path, use_async: bool) -> None:
     questions = all_queries()[:8]
     run = record(tmp_path / "run.jsonl", sub_question_engine(use_async), questions)
     assert all(
@@ -296,7 +300,8 @@ def test_sub_questions_share_one_trace_per_user_question(
     assert shape(again) == shape(run), "repeated runs record the same lines"
     ids = [q for q, _ in questions]
     first, second = evaluate(stage(run, "context"), ids), evaluate(stage(again, "context"), ids)
-    assert first.missing_in_run == () and first.mapping.unmapped_rate == 0.0
+    assert first.missing_in_run == ()
+    assert first.mapping.unmapped_rate == 0.0
     assert {q: dict(first[q]) for q, _ in questions} == {q: dict(second[q]) for q, _ in questions}
 
 
@@ -363,6 +368,8 @@ def test_blocks_side_by_side_report_what_they_cannot_attribute(tmp_path: Path) -
 
 
 def test_a_block_that_records_nothing_says_so(tmp_path: Path) -> None:
-    with pytest.warns(RuntimeWarning, match="recorded nothing"):
-        with record_retrievals(tmp_path / "run.jsonl"):
-            pass
+    with (
+        pytest.warns(RuntimeWarning, match="recorded nothing"),
+        record_retrievals(tmp_path / "run.jsonl"),
+    ):
+        pass
