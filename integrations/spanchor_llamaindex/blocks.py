@@ -76,8 +76,8 @@ def record_retrievals(
         stages=stages,
     )
     scope = object()
-    handler._scope = scope
-    handler._adopt = adopt_threads
+    handler._core.scope = scope
+    handler._core.adopt = adopt_threads
     token = _scopes.open_scope(scope)
     handler.install(dispatcher)
     try:

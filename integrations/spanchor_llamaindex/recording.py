@@ -57,11 +57,9 @@ What it relies on, and why:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -73,21 +71,10 @@ from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # 
 )
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
-from llama_index.core.instrumentation.events.retrieval import (
-    RetrievalEndEvent,
-    RetrievalStartEvent,
-)
-from llama_index.core.instrumentation.events.synthesis import (
-    SynthesizeEndEvent,
-    SynthesizeStartEvent,
-)
-from llama_index.core.schema import NodeWithScore
 
-from spanchor_core import Corpus, GoldSet, RetrievedResult, RunRecorder
-from spanchor_llamaindex import _scopes
-from spanchor_llamaindex._scopes import QUERY_ID_TAG, Membership
-from spanchor_llamaindex._spans import Pending, SpanWatcher, Stage, Trace, class_name, text_of
+from spanchor_core import Corpus, GoldSet, RunRecorder
+from spanchor_llamaindex._events import EventJoiner
+from spanchor_llamaindex._spans import Stage
 from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
 __all__ = ["SpanchorEventHandler"]
@@ -113,19 +100,10 @@ class SpanchorEventHandler(BaseEventHandler):
     :meth:`install` / :meth:`uninstall` / :meth:`close` for a long-lived recorder.
     """
 
+    _core: EventJoiner = PrivateAttr()
     _recorder: RunRecorder = PrivateAttr()
     _owns_recorder: bool = PrivateAttr()
-    _converter: NodeConverter = PrivateAttr()
-    _stages: frozenset[str] = PrivateAttr()
-    _retrievals: dict[str, Pending] = PrivateAttr()
-    _others: dict[str, Pending] = PrivateAttr()
-    _traces: dict[str, Trace] = PrivateAttr()
-    _watcher: SpanWatcher = PrivateAttr()
     _dispatcher: Dispatcher | None = PrivateAttr()
-    _scope: object | None = PrivateAttr()
-    _adopt: bool = PrivateAttr()
-    _count_lock: threading.Lock = PrivateAttr()
-    _counts: dict[str, int] = PrivateAttr()
 
     def __init__(
         self,
@@ -155,18 +133,10 @@ class SpanchorEventHandler(BaseEventHandler):
                 mode=mode,
             )
             self._owns_recorder = True
-        self._converter = NodeConverter(corpus, document_id)
-        self._stages = frozenset(stages)
-        # span_id -> pending stage; single dict operations are atomic.
-        self._retrievals: dict[str, Pending] = {}
-        self._others: dict[str, Pending] = {}
-        self._traces: dict[str, Trace] = {}
-        self._watcher = SpanWatcher(self._dropped, self._root_closed)
+        self._core = EventJoiner(
+            self._recorder, NodeConverter(corpus, document_id), frozenset(stages)
+        )
         self._dispatcher: Dispatcher | None = None
-        self._scope: object | None = None  # set by record_retrievals: record its block only
-        self._adopt = True
-        self._count_lock = threading.Lock()
-        self._counts = {"failures": 0, "nested": 0, "adopted": 0, "unattributed": 0}
 
     @classmethod
     def class_name(cls) -> str:
@@ -190,32 +160,32 @@ class SpanchorEventHandler(BaseEventHandler):
     @property
     def failures(self) -> int:
         """Stages that could not be recorded (handler errors plus failed writes)."""
-        return self._counts["failures"] + self._recorder.failures
+        return self._core.counts["failures"] + self._recorder.failures
 
     @property
     def nested(self) -> int:
         """Retrievals skipped because an enclosing retrieval was being recorded."""
-        return self._counts["nested"]
+        return self._core.counts["nested"]
 
     @property
     def adopted(self) -> int:
         """Retrievals from threads outside every block's context, recorded by this block."""
-        return self._counts["adopted"]
+        return self._core.counts["adopted"]
 
     @property
     def unattributed(self) -> int:
         """Retrievals outside every block's context that no block could claim (not recorded)."""
-        return self._counts["unattributed"]
+        return self._core.counts["unattributed"]
 
     @property
     def resolver_errors(self) -> int:
         """Nodes whose document-id resolver raised (recorded without a document id)."""
-        return self._converter.resolver_errors
+        return self._core.converter.resolver_errors
 
     @property
     def pending(self) -> int:
         """Retrievals started and not yet finished."""
-        return len(self._retrievals)
+        return len(self._core.retrievals)
 
     @property
     def installed(self) -> bool:
@@ -231,220 +201,9 @@ class SpanchorEventHandler(BaseEventHandler):
             f"failures={self.failures})"
         )
 
-    def _count(self, name: str) -> None:
-        with self._count_lock:
-            self._counts[name] += 1
-
-    # -- events ------------------------------------------------------------------------------
-
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         """Join start and end events by ``span_id``; never raises."""
-        try:
-            kind = type(event)
-            if kind is RetrievalEndEvent:
-                self._end_retrieval(event)  # type: ignore[arg-type]
-            elif kind is RetrievalStartEvent:
-                self._start_retrieval(event)  # type: ignore[arg-type]
-            elif kind is SynthesizeStartEvent:
-                self._start(event, "context", event.query)  # type: ignore[attr-defined]
-            elif kind is SynthesizeEndEvent:
-                self._end_synthesis(event)  # type: ignore[arg-type]
-            elif kind is ReRankStartEvent:
-                self._start(event, "postprocessed", event.query)  # type: ignore[attr-defined]
-            elif kind is ReRankEndEvent:
-                self._end_rerank(event)  # type: ignore[arg-type]
-        except Exception as exc:
-            self._failed(exc)
-
-    def _in_scope(self, counted: bool) -> bool:
-        if self._scope is None:
-            return True
-        member = _scopes.membership(self._scope)
-        if member is Membership.INSIDE:
-            return True
-        if member is Membership.ADOPTED and self._adopt:
-            if counted:
-                self._count("adopted")
-            return True
-        if member is not Membership.ELSEWHERE and counted:
-            self._count("unattributed")
-        return False
-
-    def _pending_for(self, event: BaseEvent, stage: Stage, query: Any) -> Pending | None:
-        span_id = event.span_id
-        if span_id is None or stage not in self._stages:
-            return None
-        if not self._in_scope(counted=stage == "retrieval"):
-            return None
-        if (
-            stage == "retrieval"
-            and self._retrievals
-            and self._watcher.has_ancestor_in(span_id, self._retrievals)
-        ):
-            self._count("nested")
-            return None
-        now = time.perf_counter()
-        text = text_of(query)
-        tagged = event.tags.get(QUERY_ID_TAG)
-        query_id = None if tagged is None else str(tagged)
-        root, question = self._watcher.root(span_id)
-        trace = self._traces.get(root)
-        if trace is None:
-            trace = Trace(root, question if question is not None else text, query_id, now)
-            self._traces[root] = trace
-        elif trace.query_id is None:
-            trace.query_id = query_id
-        parent = self._watcher.parent(span_id)
-        instance = self._watcher.instance(span_id)
-        if stage == "context":
-            # The query engine that asked for the synthesis names the context, not the
-            # synthesizer class.
-            engine = self._watcher.instance(parent)
-            source = class_name(engine if engine is not None else instance, "synthesizer")
-        else:
-            source = class_name(instance, stage)
-        return Pending(trace, stage, text, query_id, next(trace.sequence), parent, source, now)
-
-    def _start_retrieval(self, event: RetrievalStartEvent) -> None:
-        pending = self._pending_for(event, "retrieval", event.str_or_query_bundle)
-        if pending is not None and event.span_id is not None:
-            self._retrievals[event.span_id] = pending
-
-    def _start(self, event: BaseEvent, stage: Stage, query: Any) -> None:
-        pending = self._pending_for(event, stage, query)
-        if pending is not None and event.span_id is not None:
-            self._others[event.span_id] = pending
-
-    def _write(
-        self,
-        pending: Pending,
-        span_id: str,
-        results: list[RetrievedResult],
-        *,
-        latency_ms: float | None,
-        error: BaseException | str | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        trace = pending.trace
-        metadata: dict[str, Any] = dict(extra or {})
-        if pending.query != trace.question:
-            metadata["retrieval_query"] = pending.query
-        self._recorder.record(
-            trace.question,
-            results,
-            query_id=pending.query_id if pending.query_id is not None else trace.query_id,
-            latency_ms=latency_ms,
-            error=error,
-            source=pending.source,
-            stage=pending.stage,
-            trace_id=trace.root,
-            run_id=span_id,
-            parent_run_id=pending.parent,
-            sequence=pending.sequence,
-            metadata=metadata or None,
-        )
-
-    def _seen(self, pending: Pending, nodes: list[NodeWithScore]) -> None:
-        seen = pending.trace.seen
-        for node in nodes:
-            seen.add(node.node.node_id)
-
-    def _end_retrieval(self, event: RetrievalEndEvent) -> None:
-        pending = self._retrievals.pop(event.span_id, None) if event.span_id is not None else None
-        if pending is None:
-            return  # nested, out of scope, or started before install
-        self._seen(pending, event.nodes)
-        self._write(
-            pending,
-            event.span_id or "",
-            self._converter.results(event.nodes),
-            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
-        )
-        self._forget_if_closed(pending.trace)
-
-    def _end_rerank(self, event: ReRankEndEvent) -> None:
-        pending = self._others.pop(event.span_id, None) if event.span_id is not None else None
-        if pending is None or pending.stage != "postprocessed":
-            return
-        self._seen(pending, event.nodes)
-        self._write(
-            pending,
-            event.span_id or "",
-            self._converter.results(event.nodes),
-            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
-        )
-        self._forget_if_closed(pending.trace)
-
-    def _end_synthesis(self, event: SynthesizeEndEvent) -> None:
-        pending = self._others.pop(event.span_id, None) if event.span_id is not None else None
-        if pending is None or pending.stage != "context":
-            return
-        nodes = list(getattr(event.response, "source_nodes", None) or ())
-        kept: list[RetrievedResult] = []
-        synthetic = 0
-        for node in nodes:
-            result = self._converter.result(node, len(kept) + 1)
-            inner = node.node
-            if (
-                inner.node_id in pending.trace.seen
-                or inner.ref_doc_id is not None
-                or result.document_id is not None
-            ):
-                kept.append(result)
-            else:
-                synthetic += 1
-        if synthetic:
-            kept = [dataclasses.replace(r, rank=rank) for rank, r in enumerate(kept, start=1)]
-        self._write(
-            pending,
-            event.span_id or "",
-            kept,
-            # how long the question took until its context was ready
-            latency_ms=(pending.started - pending.trace.started) * 1000.0,
-            extra={"synthetic_nodes": synthetic} if synthetic else None,
-        )
-        self._forget_if_closed(pending.trace)
-
-    def _dropped(self, span_id: str, err: BaseException | None) -> None:
-        try:
-            self._others.pop(span_id, None)  # a failed rerank or synthesis: no line
-            pending = self._retrievals.pop(span_id, None)
-            if pending is None:
-                return
-            self._write(
-                pending,
-                span_id,
-                [],
-                latency_ms=(time.perf_counter() - pending.started) * 1000.0,
-                error=err if err is not None else "the retrieval was dropped",
-            )
-            self._forget_if_closed(pending.trace)
-        except Exception as exc:
-            self._failed(exc)
-
-    def _root_closed(self, root: str) -> None:
-        trace = self._traces.pop(root, None)
-        if trace is not None and self._others:
-            for span_id, pending in list(self._others.items()):
-                if pending.trace is trace:  # a reranker that returned without its end event
-                    self._others.pop(span_id, None)
-
-    def _forget_if_closed(self, trace: Trace) -> None:
-        # A root the watcher never saw open (installed mid-call) never reports its close.
-        if not self._watcher.is_open(trace.root):
-            self._traces.pop(trace.root, None)
-
-    def _failed(self, exc: Exception) -> None:
-        with self._count_lock:
-            self._counts["failures"] += 1
-            first = self._counts["failures"] == 1
-        if first:
-            _log.warning(
-                "spanchor: could not record a LlamaIndex retrieval (%s: %s); retrieval is "
-                "unaffected, further failures are counted in handler.failures",
-                type(exc).__name__,
-                exc,
-            )
+        self._core.handle(event)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -460,7 +219,7 @@ class SpanchorEventHandler(BaseEventHandler):
                     return self
                 raise RuntimeError("this handler is already installed on another dispatcher")
             target = dispatcher if dispatcher is not None else get_dispatcher()
-            target.span_handlers = [*target.span_handlers, self._watcher]
+            target.span_handlers = [*target.span_handlers, self._core.watcher]
             target.event_handlers = [*target.event_handlers, self]
             self._dispatcher = target
         return self
@@ -472,12 +231,9 @@ class SpanchorEventHandler(BaseEventHandler):
             if target is None:
                 return
             target.event_handlers = [h for h in target.event_handlers if h is not self]
-            target.span_handlers = [h for h in target.span_handlers if h is not self._watcher]
+            target.span_handlers = [h for h in target.span_handlers if h is not self._core.watcher]
             self._dispatcher = None
-            self._retrievals.clear()
-            self._others.clear()
-            self._traces.clear()
-            self._watcher.clear()
+            self._core.clear()
 
     def close(self) -> None:
         """Uninstall and close the run file (unless the recorder was passed in)."""

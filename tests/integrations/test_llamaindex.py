@@ -213,7 +213,7 @@ def test_every_module_has_a_docstring_and_all() -> None:
     import importlib
 
     modules = ["batch", "blocks", "context", "datasets", "evaluator", "metrics", "nodes"]
-    modules += ["rag_dataset", "recording", "tables", "_scopes", "_spans", "_sync"]
+    modules += ["rag_dataset", "recording", "tables", "_events", "_scopes", "_spans", "_sync"]
     for module in modules:
         mod = importlib.import_module(f"spanchor_llamaindex.{module}")
         assert len(mod.__doc__ or "") > 80, module
