@@ -8,7 +8,10 @@ dispatch (building events, walking the dispatcher chain) rather than our recordi
 retrieval returns the same 5 nodes of about 800 characters (score, ``start_char_idx``/
 ``end_char_idx``, metadata with ``document_id`` and ``file_path``), so the retrieval itself
 costs almost nothing and what is measured is the recording: joining start and end events,
-turning nodes into results, encoding one JSON line (about 4.5 kB) and one ``write`` call.
+finding the call's trace (root span) in the span watcher, turning nodes into results, encoding
+one JSON line (about 4.7 kB, with ``source``, ``stage``, ``trace_id``, ``run_id`` and
+``sequence``) and one ``write`` call. A bare ``retrieve()`` is its own trace: one
+``retrieval`` line per call (query engines add ``postprocessed``/``context`` lines).
 
 Method (printed with the results): the variants are timed interleaved — in every round each
 variant runs once, in a rotating order — so that drift of the machine hits all of them alike.

@@ -9,9 +9,21 @@ Gold per query arrives the way ``BatchEvalRunner`` passes per-query arguments, a
 keyword (the runner hands item ``i`` of each list to call ``i``):
 
 * ``query_id=[...]`` (or ``query_ids=[...]``): gold query ids of the bound gold set;
-* ``reference=[...]``: the evidence itself, a text or a list of texts per query, located in the
+* ``evidence=[...]``: the evidence itself, a text or a list of texts per query, located in the
   corpus (each must occur once);
 * neither: the query text is looked up in the bound gold set.
+
+The runner passes every keyword to every evaluator, so the others' keywords reach this one
+too: ``reference=[answers]`` (what ``CorrectnessEvaluator`` needs) and any keyword not listed
+above are ignored (named in :attr:`SpanEvaluationResult.ignored_arguments`), never read as
+evidence and never an invalid result. The evidence keyword can be renamed
+(``evidence_keyword=``).
+
+Results are :class:`SpanEvaluationResult` objects: an ``EvaluationResult`` (``score`` is the chosen
+metric) that also carries every metric at every K as numbers (``metrics``) and the gold query
+id; :func:`~spanchor_llamaindex.tables.span_results_table` turns a batch into a table.
+Streaming responses (``StreamingResponse``, which has no ``.response``) are scored from their
+``source_nodes`` like any other.
 
 Failing fast and plainly. ``BatchEvalRunner`` wraps every evaluator call in a tenacity retry
 (3 attempts, at least 4 s apart) and its ``asyncio_run`` rewrites a ``RuntimeError`` into a
@@ -39,7 +51,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import RESPONSE_TYPE
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.evaluation.base import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore
@@ -63,12 +76,26 @@ from spanchor_core import (
 from spanchor_core.metrics import check_k, metric_names, split_metric_name
 from spanchor_core.runs import RetrieverInfo
 from spanchor_llamaindex._sync import run_sync
-from spanchor_llamaindex.metrics import GoldEvidence, SpanContext, metric_value
-from spanchor_llamaindex.nodes import DocumentIdResolver, default_document_id, nodes_to_results
+from spanchor_llamaindex.context import GoldEvidence, SpanContext, metric_value
+from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
-__all__ = ["SpanEvidenceEvaluator"]
+__all__ = ["SpanEvaluationResult", "SpanEvidenceEvaluator"]
 
-_GOLD_KEYWORDS = frozenset({"query_id", "query_ids", "reference"})
+_ID_KEYWORDS = ("query_id", "query_ids")
+
+
+class SpanEvaluationResult(EvaluationResult):
+    """An ``EvaluationResult`` with every span metric as a number, and the gold query id."""
+
+    query_id: str | None = Field(default=None, description="Gold query id, when known")
+    metrics: dict[str, float] = Field(
+        default_factory=dict, description="Every span metric at every K (recall@5, mrr, ...)"
+    )
+    gold_source: str | None = Field(default=None, description="Where the gold evidence came from")
+    ignored_arguments: list[str] = Field(
+        default_factory=list, description="Keywords meant for other evaluators, ignored here"
+    )
+
 
 _log = logging.getLogger(__name__)
 
@@ -81,10 +108,11 @@ def _synthetic_id(query: str) -> str:
 class SpanEvidenceEvaluator(BaseEvaluator):
     """Scores ``Response.source_nodes`` against span gold evidence, for ``BatchEvalRunner``.
 
-    ``score`` is ``metric`` (default ``recall@5``); ``passing`` is ``score >= threshold``.
-    ``feedback`` lists every metric at every K. ``k`` are the cutoffs computed;
-    ``document_id`` maps nodes to corpus ids (default:
-    :func:`~spanchor_llamaindex.nodes.default_document_id`).
+    ``score`` is ``metric`` (default ``recall@5``); ``passing`` is ``score >= threshold``;
+    ``metrics`` (and, rounded, ``feedback``) hold every metric at every K. ``k`` are the
+    cutoffs computed; ``document_id`` maps nodes to corpus ids (default:
+    :func:`~spanchor_llamaindex.nodes.default_document_id`); ``evidence_keyword`` names the
+    per-query evidence list (default ``evidence``; see the module docstring).
     """
 
     def __init__(
@@ -97,7 +125,11 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         threshold: float = 0.5,
         min_overlap: float | None = None,
         document_id: DocumentIdResolver | None = None,
+        evidence_keyword: str = "evidence",
     ) -> None:
+        if evidence_keyword in _ID_KEYWORDS or not evidence_keyword.isidentifier():
+            raise InputError(f"evidence_keyword {evidence_keyword!r} is not a usable keyword")
+        self.evidence_keyword = evidence_keyword
         if isinstance(corpus, SpanContext):
             if gold is not None or min_overlap is not None:
                 raise InputError("pass gold and min_overlap to the SpanContext, not here")
@@ -118,8 +150,10 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         self.metric = metric
         self._base, self._cutoff = base, cutoff
         self.threshold = float(threshold)
-        self._resolve = (
-            document_id if document_id is not None else default_document_id(self.context.corpus)
+        self._converter = (
+            NodeConverter(self.context.corpus, document_id)
+            if document_id is not None
+            else self.context.converter
         )
         self._lock = threading.Lock()
         # query id -> its latest record, in completion order (a replaced one moves to the end)
@@ -142,15 +176,17 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         queries: Sequence[str],
         *,
         query_id: Sequence[str | None] | None = None,
-        reference: Sequence[str | Sequence[str] | None] | None = None,
+        **lists: Sequence[Any],
     ) -> None:
         """Raise one InputError listing every query that cannot be scored, before a run.
 
-        Pass the same lists you will give ``BatchEvalRunner``. Checks lengths, that every id
-        is in the gold set, and that every reference text occurs once in the corpus.
+        Pass the same lists you will give ``BatchEvalRunner`` (other evaluators' lists are
+        ignored). Checks lengths, that every id is in the gold set, and that every evidence
+        text occurs once in the corpus.
         """
+        reference = lists.get(self.evidence_keyword)
         problems: list[str] = []
-        for name, values in (("query_id", query_id), ("reference", reference)):
+        for name, values in (("query_id", query_id), (self.evidence_keyword, reference)):
             if values is not None and len(values) != len(queries):
                 problems.append(f"{name} has {len(values)} items for {len(queries)} queries")
         if not problems:
@@ -167,7 +203,7 @@ class SpanEvidenceEvaluator(BaseEvaluator):
                 f"{len(problems)} of {len(queries)} queries cannot be scored: "
                 + "; ".join(problems[:5])
                 + more,
-                hint="fix the query ids or references before running BatchEvalRunner",
+                hint="fix the query ids or evidence before running BatchEvalRunner",
             )
 
     def _evidence(
@@ -176,19 +212,20 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         if reference is not None and query_id is None:
             texts = [reference] if isinstance(reference, str) else list(reference)
             if not texts:
-                raise InputError("reference is empty")
-            return GoldEvidence(None, self.context.locate_evidence(texts), "reference")
+                raise InputError(f"{self.evidence_keyword} is empty")
+            return GoldEvidence(None, self.context.locate_evidence(texts), "evidence")
         return self.context.gold_evidence(query, None, None, query_id=query_id)
 
     # -- evaluation --------------------------------------------------------------------------
 
-    def _invalid(self, query: str | None, reason: str) -> EvaluationResult:
-        return EvaluationResult(
+    def _invalid(self, query: str | None, reason: str, ignored: list[str]) -> EvaluationResult:
+        return SpanEvaluationResult(
             query=query,
             passing=False,
             feedback=f"spanchor: {reason}",
             invalid_result=True,
             invalid_reason=reason,
+            ignored_arguments=ignored,
         )
 
     def _judge(
@@ -198,20 +235,14 @@ class SpanEvidenceEvaluator(BaseEvaluator):
         results: list[RetrievedResult],
         kwargs: Mapping[str, Any],
     ) -> EvaluationResult:
-        unknown = sorted(set(kwargs) - _GOLD_KEYWORDS)
-        if unknown:
-            return self._invalid(
-                query,
-                f"unexpected argument {unknown[0]!r}; per-query gold is passed as query_id=[...] "
-                "or reference=[...]",
-            )
+        ignored = sorted(set(kwargs) - {*_ID_KEYWORDS, self.evidence_keyword})
         query_id = kwargs.get("query_id", kwargs.get("query_ids"))
         if query_id is not None and not isinstance(query_id, str):
-            return self._invalid(query, f"query_id must be a string, got {query_id!r}")
+            return self._invalid(query, f"query_id must be a string, got {query_id!r}", ignored)
         try:
-            evidence = self._evidence(query, query_id, kwargs.get("reference"))
+            evidence = self._evidence(query, query_id, kwargs.get(self.evidence_keyword))
         except InputError as err:
-            return self._invalid(query, err.message)
+            return self._invalid(query, err.message, ignored)
         locations = self.context.locate_results(results)
         coverage = self.context.coverage(evidence.spans, locations)
         overlap = self.context.min_overlap
@@ -225,8 +256,12 @@ class SpanEvidenceEvaluator(BaseEvaluator):
             f"{name}={value:.3g}" for name, value in values.items() if not name.startswith("un")
         )
         unmapped = coverage.unmapped[-1]
-        return EvaluationResult(
+        return SpanEvaluationResult(
             query=query,
+            query_id=self._records_id(query or "", evidence),
+            metrics=values,
+            gold_source=evidence.source,
+            ignored_arguments=ignored,
             contexts=[r.text or "" for r in results],
             response=response,
             passing=score >= self.threshold,
@@ -234,6 +269,9 @@ class SpanEvidenceEvaluator(BaseEvaluator):
             feedback=f"{self.metric}={score:.3g} ({len(results)} sources, {unmapped} unmapped); "
             + shown,
         )
+
+    def _records_id(self, query: str, evidence: GoldEvidence) -> str:
+        return evidence.query_id if evidence.query_id is not None else _synthetic_id(query)
 
     def _keep(self, query: str, evidence: GoldEvidence, results: list[RetrievedResult]) -> None:
         if evidence.query_id is not None and self.context.gold is not None:
@@ -271,7 +309,7 @@ class SpanEvidenceEvaluator(BaseEvaluator):
     def evaluate_response(
         self,
         query: str | None = None,
-        response: Response | None = None,
+        response: RESPONSE_TYPE | None = None,
         **kwargs: Any,
     ) -> EvaluationResult:
         """:meth:`aevaluate_response` for synchronous code."""
@@ -291,13 +329,20 @@ class SpanEvidenceEvaluator(BaseEvaluator):
     async def aevaluate_response(
         self,
         query: str | None = None,
-        response: Response | None = None,
+        response: RESPONSE_TYPE | None = None,
         **kwargs: Any,
     ) -> EvaluationResult:
-        """Score ``response.source_nodes`` with their scores, document ids and offset hints."""
-        nodes: list[NodeWithScore] = list(response.source_nodes) if response is not None else []
-        text = response.response if response is not None else None
-        return self._judge(query, text, nodes_to_results(nodes, self._resolve), kwargs)
+        """Score ``response.source_nodes`` with their scores, document ids and offset hints.
+
+        Any response type works, streaming ones included (their text is ``response_txt``
+        once consumed, else ``None``; the source nodes are there from the start).
+        """
+        nodes: list[NodeWithScore] = list(getattr(response, "source_nodes", None) or ())
+        text = getattr(response, "response", None)
+        if text is None:
+            text = getattr(response, "response_txt", None)
+        answer = text if isinstance(text, str) else None
+        return self._judge(query, answer, self._converter.results(nodes), kwargs)
 
     # -- the run behind the results -----------------------------------------------------------
 

@@ -23,8 +23,15 @@ Locating rules (each relevant node is one anchor):
   ``fuzzy`` and anchored only when ``accept_fuzzy=True``;
 * not found, or a node id the dataset's corpus lacks: reported, not anchored.
 
+* given the nodes themselves (``nodes=``: the index, its docstore, or the nodes), a relevant
+  node is located with its document id and offsets (raw-file offsets made canonical), so text
+  repeated within or across documents lands where the node came from.
+
 A query left without any anchor is left out of the gold set and reported as ``no_evidence``:
-a gold query without evidence cannot be scored. Every problem names the query and node.
+a gold query without evidence cannot be scored. A question whose text equals an earlier
+query's is kept (with its own id and anchors) and reported as ``duplicate_question``: scoring
+or recording *by question text* would give both the first one's gold, so pass query ids
+(``tag_query``, ``query_id=``) for them. Every problem names the query and node.
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ from spanchor_core import (
     Location,
     Locator,
     MatchStatus,
+    canonicalize,
 )
+from spanchor_llamaindex.context import NodeSource, gold_span, node_lookup
+from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
 __all__ = [
     "MigrationProblem",
@@ -58,10 +68,11 @@ __all__ = [
     "write_qa_dataset",
 ]
 
-ProblemCode = Literal["unknown_node", "unlocated", "ambiguous", "fuzzy", "no_evidence"]
+ProblemCode = Literal[
+    "unknown_node", "unlocated", "ambiguous", "fuzzy", "no_evidence", "duplicate_question"
+]
 
 _SOURCE_TAG: Final = "llamaindex-qa"
-_FOUND = frozenset({MatchStatus.EXACT, MatchStatus.VERIFIED, MatchStatus.NORMALISED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,33 +191,57 @@ def gold_from_qa_dataset(
     allow_ambiguous: bool = False,
     accept_fuzzy: bool = False,
     locator: Locator | None = None,
+    nodes: NodeSource | None = None,
+    document_id: DocumentIdResolver | None = None,
+    source: str = _SOURCE_TAG,
 ) -> QAMigration:
     """Turn node-id gold into span anchors by locating each relevant node's text.
 
     ``node_documents`` optionally maps node ids to corpus document ids (it resolves text that
-    occurs in several documents). Queries keep their ids and questions, in dataset order;
-    each gets the tag ``llamaindex-qa`` and ``metadata["node_ids"]``. See the module docstring
-    for the rules and :class:`MigrationProblem` for what is reported.
+    occurs in several documents); ``nodes`` (the index, its docstore or the nodes) gives each
+    known node's document id and offsets instead (``document_id`` resolves nodes to corpus
+    ids; default :func:`~spanchor_llamaindex.nodes.default_document_id`). Queries keep their
+    ids and questions, in dataset order; each gets the tag ``source`` and
+    ``metadata["node_ids"]``. See the module docstring for the rules and
+    :class:`MigrationProblem` for what is reported.
     """
     finder = locator if locator is not None else Locator(corpus)
     documents = node_documents or {}
+    lookup = node_lookup(nodes)
+    converter = NodeConverter(corpus, document_id)
     # One batched locate over every distinct relevant node.
     node_ids = sorted(
         {n for qid in dataset.queries for n in dataset.relevant_docs.get(qid, ())}
         & set(dataset.corpus)
     )
-    locations = dict(
-        zip(
-            node_ids,
-            finder.locate_many(
-                [LocateRequest(dataset.corpus[n], documents.get(n)) for n in node_ids]
-            ),
-            strict=True,
-        )
-    )
+
+    def request(node_id: str) -> LocateRequest:
+        node = lookup(node_id) if lookup is not None else None
+        if node is None:
+            return LocateRequest(dataset.corpus[node_id], documents.get(node_id))
+        result = converter.result(node, 1)
+        document = documents.get(node_id, result.document_id)
+        return LocateRequest(result.text, document, result.start, result.end)
+
+    locations = dict(zip(node_ids, finder.locate_many([request(n) for n in node_ids]), strict=True))
     problems: list[MigrationProblem] = []
     queries: list[GoldQuery] = []
+    first_with: dict[str, str] = {}
     for qid, question in dataset.queries.items():
+        key = canonicalize(question).strip()
+        if key in first_with:
+            problems.append(
+                MigrationProblem(
+                    "duplicate_question",
+                    qid,
+                    None,
+                    f"same question as query {first_with[key]!r}; kept with its own anchors, "
+                    "identify it by id (not by text) when scoring or recording",
+                    anchored=True,
+                )
+            )
+        else:
+            first_with[key] = qid
         anchors: list[Anchor] = []
         relevant = dataset.relevant_docs.get(qid, ())
         for node_id in relevant:
@@ -233,12 +268,12 @@ def gold_from_qa_dataset(
                 qid,
                 question,
                 tuple(anchors),
-                tags=(_SOURCE_TAG,),
+                tags=(source,),
                 metadata={"node_ids": list(relevant)},
             )
         )
     return QAMigration(
-        GoldSet(queries, metadata={"source": _SOURCE_TAG}),
+        GoldSet(queries, metadata={"source": source}),
         tuple(problems),
     )
 
@@ -257,11 +292,9 @@ def _anchor(
     def anchor() -> Anchor | None:
         return None if span is None else Anchor.from_span(corpus, *span)
 
-    if status in _FOUND:
+    if gold_span(location) is not None:
         return anchor(), None
     if status is MatchStatus.AMBIGUOUS:
-        if location.resolved_by == "document_id":
-            return anchor(), None
         where = ", ".join(f"{c.document_id}[{c.start}:{c.end}]" for c in location.candidates[:3])
         message = f"the text occurs {len(location.candidates)} times ({where}, ...)"
         if allow_ambiguous:

@@ -11,7 +11,15 @@ nodes, maps them with their document ids and offset hints (verified by the core)
 * :meth:`~SpanRetrieverEvaluator.evaluate_gold` runs a whole gold set with bounded
   concurrency, writes every retrieval to a run file as it completes (a crash keeps what was
   done), and returns the core :class:`~spanchor_core.Evaluation` of that run file — the same
-  numbers ``spanchor evaluate`` and ``spanchor gate`` compute from it.
+  numbers ``spanchor evaluate`` and ``spanchor gate`` compute from it;
+* :meth:`~SpanRetrieverEvaluator.aevaluate_dataset` / :meth:`~SpanRetrieverEvaluator.
+  evaluate_dataset` replace the ``BaseRetrievalEvaluator.aevaluate_dataset`` that left
+  llama-index-core in 0.14.21: the same call over an id-based QA dataset (a
+  :class:`~spanchor_llamaindex.QADataset`, an ``EmbeddingQAFinetuneDataset`` or a
+  ``LabelledRagDataset``), one result per query in dataset order, span metrics included. The
+  dataset's node ids become span gold once (:func:`~spanchor_llamaindex.gold_from_qa_dataset`,
+  with the context's nodes when it has them), and every query is scored against its own gold
+  by id — duplicate question texts included.
 """
 
 from __future__ import annotations
@@ -54,13 +62,11 @@ from spanchor_core import (
 )
 from spanchor_core.metrics import DEFAULT_METRICS, check_k
 from spanchor_llamaindex._sync import run_sync
-from spanchor_llamaindex.metrics import SPAN_METRIC_PREFIX, SpanContext, metric_value
-from spanchor_llamaindex.nodes import (
-    DocumentIdResolver,
-    default_document_id,
-    node_text,
-    nodes_to_results,
-)
+from spanchor_llamaindex.context import GoldEvidence, SpanContext, metric_value
+from spanchor_llamaindex.datasets import QADataset, gold_from_qa_dataset
+from spanchor_llamaindex.metrics import SPAN_METRIC_PREFIX
+from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter, node_text
+from spanchor_llamaindex.rag_dataset import rag_to_qa_dataset
 
 __all__ = ["GoldSetEvaluation", "SpanRetrievalEvalResult", "SpanRetrieverEvaluator"]
 
@@ -113,11 +119,11 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
     context: SpanContext = Field(..., exclude=True)  # corpus + index: not data to dump
     k: tuple[int, ...] = DEFAULT_K
     description: str = Field(default="", description="Retriever description for run headers")
-    _resolve: DocumentIdResolver = PrivateAttr()
+    _converter: NodeConverter = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         self.k = check_k(self.k)
-        self._resolve = default_document_id(self.context.corpus)
+        self._converter = self.context.converter
 
     @classmethod
     def from_corpus(
@@ -153,7 +159,7 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
             description=description or type(retriever).__name__,
         )
         if document_id is not None:
-            evaluator._resolve = document_id
+            evaluator._converter = NodeConverter(context.corpus, document_id)
         return evaluator
 
     # -- one query ---------------------------------------------------------------------------
@@ -179,7 +185,7 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
         nodes: Sequence[NodeWithScore],
     ) -> tuple[dict[str, float], RetrievalRecord]:
         """Every span metric at every K for ``nodes``, and the run-file record."""
-        results = nodes_to_results(nodes, self._resolve)
+        results = self._converter.results(nodes)
         locations = self.context.locate_results(results)
         coverage = self.context.coverage(spans, locations)
         values: dict[str, float] = {}
@@ -225,12 +231,25 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
         evidence = self.context.gold_evidence(
             query, expected_ids, expected_texts, query_id=query_id
         )
+        return await self._aevaluate_against(query, expected_ids, expected_texts, mode, evidence)
+
+    async def _aevaluate_against(
+        self,
+        query: str,
+        expected_ids: list[str],
+        expected_texts: list[str] | None,
+        mode: RetrievalEvalMode,
+        evidence: GoldEvidence,
+    ) -> SpanRetrievalEvalResult:
         started = time.perf_counter()
         nodes = await self._aretrieve_nodes(query)
         latency = (time.perf_counter() - started) * 1000.0
         values, record = self._score(query, evidence.query_id, evidence.spans, nodes)
         metric_dict = {
-            name: RetrievalMetricResult(score=value, metadata={"query_id": evidence.query_id})
+            name: RetrievalMetricResult(
+                score=value,
+                metadata={"query_id": evidence.query_id, "gold_source": evidence.source},
+            )
             for name, value in values.items()
         }
         ids = [n.node.node_id for n in nodes]
@@ -253,6 +272,73 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
                 record.query_id, record.query, record.results, latency_ms=latency
             ),
         )
+
+    # -- an id-based QA dataset (the aevaluate_dataset that left llama-index-core) ----------
+
+    async def aevaluate_dataset(
+        self,
+        dataset: Any,
+        workers: int = 2,
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> list[SpanRetrievalEvalResult]:
+        """One result per dataset query, in dataset order (LlamaIndex's old signature).
+
+        ``dataset`` has ``queries``, ``corpus`` and ``relevant_docs`` (a
+        :class:`~spanchor_llamaindex.QADataset` or an ``EmbeddingQAFinetuneDataset``), or
+        ``examples`` (a ``LabelledRagDataset``). Raises one
+        :class:`~spanchor_core.InputError` listing the queries whose gold cannot be anchored,
+        before anything is retrieved. At most ``workers`` retrievals run at once.
+        """
+        if workers < 1:
+            raise InputError(f"workers must be at least 1, got {workers}")
+        qa = _as_qa_dataset(dataset)
+        migration = gold_from_qa_dataset(
+            qa,
+            self.context.corpus,
+            locator=self.context.locator,
+            nodes=self.context.nodes_source,
+            document_id=self._converter.resolve,
+        )
+        unanchored = [p for p in migration.problems if p.code == "no_evidence"]
+        if unanchored:
+            listed = "; ".join(str(p) for p in unanchored[:5])
+            more = f" (and {len(unanchored) - 5} more)" if len(unanchored) > 5 else ""
+            raise InputError(
+                f"{len(unanchored)} of {len(qa.queries)} dataset queries have no anchorable "
+                f"gold: {listed}{more}",
+                hint="see gold_from_qa_dataset(...).problems, or pass the index as nodes= "
+                "to the SpanContext so node ids resolve",
+            )
+        semaphore = asyncio.Semaphore(workers)
+        bar = _progress(len(qa.queries), show_progress)
+
+        async def one(query_id: str, question: str) -> SpanRetrievalEvalResult:
+            expected = list(qa.relevant_docs.get(query_id, ()))
+            texts = [qa.corpus[n] for n in expected if n in qa.corpus]
+            async with semaphore:
+                result = await self._aevaluate_against(
+                    question,
+                    expected,
+                    texts,
+                    RetrievalEvalMode.TEXT,
+                    self.context.from_gold(migration.gold[query_id]),
+                )
+            if bar is not None:
+                bar.update(1)
+            return result
+
+        try:
+            return list(await asyncio.gather(*(one(q, text) for q, text in qa.queries.items())))
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def evaluate_dataset(
+        self, dataset: Any, workers: int = 2, show_progress: bool = False, **kwargs: Any
+    ) -> list[SpanRetrievalEvalResult]:
+        """:meth:`aevaluate_dataset` for synchronous code (also inside a running loop)."""
+        return run_sync(self.aevaluate_dataset(dataset, workers, show_progress, **kwargs))
 
     # -- a whole gold set --------------------------------------------------------------------
 
@@ -311,7 +397,7 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
                     else:
                         recorder.record(
                             query.question,
-                            nodes_to_results(nodes, self._resolve),
+                            self._converter.results(nodes),
                             query_id=query.query_id,
                             latency_ms=(time.perf_counter() - started) * 1000.0,
                         )
@@ -352,3 +438,23 @@ class SpanRetrieverEvaluator(BaseRetrievalEvaluator):
                 tags=tags,
             )
         )
+
+
+def _as_qa_dataset(dataset: Any) -> QADataset:
+    if isinstance(dataset, QADataset):
+        return dataset
+    if hasattr(dataset, "examples"):
+        return rag_to_qa_dataset(dataset)
+    try:
+        return QADataset(
+            dict(dataset.queries),
+            dict(dataset.corpus),
+            {qid: tuple(ids) for qid, ids in dict(dataset.relevant_docs).items()},
+            getattr(dataset, "mode", "text"),
+        )
+    except (AttributeError, TypeError):
+        raise InputError(
+            f"cannot read a QA dataset from {type(dataset).__name__}",
+            hint="pass a QADataset (read_qa_dataset), an EmbeddingQAFinetuneDataset or a "
+            "LabelledRagDataset",
+        ) from None

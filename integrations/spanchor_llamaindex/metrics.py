@@ -2,16 +2,11 @@
 
 ``RetrieverEvaluator`` hands each metric only ``(query, expected_ids, retrieved_ids,
 expected_texts, retrieved_texts)`` — node ids and texts, no offsets, no scores. The metrics
-here therefore work from ``retrieved_texts`` (mapped onto the corpus by a
-:class:`~spanchor_core.Locator`) and from gold evidence found through a :class:`SpanContext`:
-
-1. with a bound :class:`~spanchor_core.GoldSet`: the gold query whose id appears in
-   ``expected_ids``, else the one whose question equals ``query`` (exact after
-   canonicalising and stripping);
-2. else ``expected_texts``: each text is one piece of evidence, located in the corpus (it
-   must be found exactly or up to whitespace/case, and only once);
-3. else the metric raises :class:`~spanchor_core.InputError` naming the query: a query with no
-   evidence cannot be scored, and a silent 0 would read as a retrieval failure.
+here map that retrieval onto the corpus through a :class:`~spanchor_llamaindex.context.
+SpanContext`: by node id (document and offsets from the index/docstore/nodes the context was
+given) where it can, else by text; gold evidence comes from the context too (a bound gold set,
+node ids in ``expected_ids``, or ``expected_texts``; see :mod:`spanchor_llamaindex.context`).
+Each result's metadata says which was used (``located_by``, ``gold_source``).
 
 An empty retrieval scores 0 (LlamaIndex's ``hit_rate`` and ``mrr`` raise instead). Definitions
 are the core's (:mod:`spanchor_core.metrics`): characters per document, unions never sums, an
@@ -20,15 +15,14 @@ unmapped result keeps its rank slot.
 Because ``from_metric_names`` builds each metric with no arguments, names are made usable by
 :func:`register_span_metrics`, which binds a context and adds ``span_recall@5``-style entries
 to ``METRIC_REGISTRY`` (a plain dict in LlamaIndex). One retrieval is mapped once however many
-span metrics read it: the context caches the coverage of recent ``(query, texts)`` inputs.
+span metrics read it: the context caches the coverage of recent inputs. Metrics pickle (for
+process pools): an instance is rebuilt from its metric name, cutoff and context.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 from llama_index.core.bridge.pydantic import ConfigDict, Field
@@ -38,27 +32,9 @@ from llama_index.core.evaluation.retrieval.metrics_base import (
     RetrievalMetricResult,
 )
 
-from spanchor_core import (
-    DEFAULT_K,
-    DEFAULT_MIN_OVERLAP,
-    Corpus,
-    DocSpan,
-    GoldQuery,
-    GoldSet,
-    InputError,
-    LocateRequest,
-    Location,
-    Locator,
-    MatchStatus,
-    RetrievedResult,
-)
-from spanchor_core.metrics import (
-    DEFAULT_METRICS,
-    RankedCoverage,
-    check_k,
-    check_min_overlap,
-    measure_coverage,
-)
+from spanchor_core import DEFAULT_K, DEFAULT_MIN_OVERLAP, Corpus, GoldSet, InputError
+from spanchor_core.metrics import check_k, check_min_overlap
+from spanchor_llamaindex.context import GoldEvidence, NodeSource, SpanContext, metric_value
 
 __all__ = [
     "SPAN_METRIC_PREFIX",
@@ -73,6 +49,7 @@ __all__ = [
     "SpanNDCG",
     "SpanPrecision",
     "SpanRecall",
+    "metric_value",
     "register_span_metrics",
     "span_metrics",
     "unregister_span_metrics",
@@ -80,195 +57,6 @@ __all__ = [
 
 SPAN_METRIC_PREFIX: Final = "span_"
 """Registered names are ``span_<core metric>[@K]``, so they never shadow LlamaIndex's own."""
-
-# Statuses accepted when an expected text is turned into gold evidence: found, and only once.
-_GOLD_STATUSES = frozenset({MatchStatus.EXACT, MatchStatus.VERIFIED, MatchStatus.NORMALISED})
-
-
-@dataclass(frozen=True, slots=True)
-class GoldEvidence:
-    """The gold spans one query is judged against, and where they came from."""
-
-    query_id: str | None
-    spans: tuple[DocSpan, ...]
-    source: str
-    """``"gold_set"`` or ``"expected_texts"``."""
-
-
-def _preview(text: str, limit: int = 50) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
-
-
-class SpanContext:
-    """What span metrics judge against: a corpus, its locator, optionally a gold set.
-
-    Build one per corpus and share it: the locator's index is built once, on first use, and
-    the coverage of recent retrievals is cached so that ten span metrics over one retrieval
-    map its texts once. Thread-safe. Copying returns the same object (pydantic deep-copies
-    field defaults; a context must never be duplicated with its index).
-    """
-
-    def __init__(
-        self,
-        corpus: Corpus,
-        gold: GoldSet | None = None,
-        *,
-        min_overlap: float = DEFAULT_MIN_OVERLAP,
-        locator: Locator | None = None,
-        cache_size: int = 256,
-    ) -> None:
-        if locator is not None and locator.corpus.fingerprint != corpus.fingerprint:
-            raise InputError("the locator was built for a different corpus")
-        self.corpus = corpus
-        self.gold = gold
-        self.min_overlap = check_min_overlap(min_overlap)
-        self.locator = locator if locator is not None else Locator(corpus)
-        self._cache: OrderedDict[tuple[Any, ...], tuple[GoldEvidence, RankedCoverage]] = (
-            OrderedDict()
-        )
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        gold = "no gold set" if self.gold is None else f"{len(self.gold)} gold queries"
-        return f"SpanContext({len(self.corpus)} documents, {gold})"
-
-    def __copy__(self) -> SpanContext:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SpanContext:
-        return self
-
-    # -- gold ----------------------------------------------------------------------------------
-
-    def gold_query(self, query: str | None, expected_ids: Sequence[str] | None = None) -> GoldQuery:
-        """The bound gold query for this call (by id in ``expected_ids``, then by question)."""
-        if self.gold is None:
-            raise InputError("no gold set is bound to this context")
-        for candidate in expected_ids or ():
-            if candidate in self.gold:
-                return self.gold[candidate]
-        found = self.gold.by_question(query) if query else None
-        if found is None:
-            raise InputError(
-                f"query {_preview(query or '')} is not in the gold set",
-                path=self.gold.path,
-                hint="pass its gold query id in expected_ids, or use the question text exactly "
-                "as the gold set has it",
-            )
-        return found
-
-    def gold_evidence(
-        self,
-        query: str | None,
-        expected_ids: Sequence[str] | None = None,
-        expected_texts: Sequence[str] | None = None,
-        *,
-        query_id: str | None = None,
-    ) -> GoldEvidence:
-        """The gold spans for one call, by the precedence in the module docstring.
-
-        ``query_id`` (an explicit gold query id) wins over everything. Raises
-        :class:`~spanchor_core.InputError` when no evidence can be found, saying why.
-        """
-        if query_id is not None:
-            if self.gold is None or query_id not in self.gold:
-                where = "no gold set is bound" if self.gold is None else "it is not in the gold set"
-                raise InputError(f"query id {query_id!r} cannot be scored: {where}")
-            return self._from_gold(self.gold[query_id])
-        if self.gold is not None:
-            try:
-                return self._from_gold(self.gold_query(query, expected_ids))
-            except InputError:
-                if not expected_texts:
-                    raise
-        if expected_texts:
-            return GoldEvidence(None, self.locate_evidence(expected_texts), "expected_texts")
-        raise InputError(
-            f"no gold evidence for query {_preview(query or '')}",
-            hint="bind a GoldSet (register_span_metrics(corpus, gold)) or pass the evidence "
-            "texts as expected_texts",
-        )
-
-    def _from_gold(self, query: GoldQuery) -> GoldEvidence:
-        if not query.anchors:
-            raise InputError(
-                f"gold query {query.query_id!r} has no anchors",
-                path=self.gold.path if self.gold is not None else None,
-                line=query.line,
-            )
-        return GoldEvidence(query.query_id, tuple(a.span for a in query.anchors), "gold_set")
-
-    def locate_evidence(self, texts: Sequence[str]) -> tuple[DocSpan, ...]:
-        """Each text as one gold span; it must occur once (up to whitespace and case)."""
-        locations = self.locator.locate_many([LocateRequest(text) for text in texts])
-        spans: list[DocSpan] = []
-        for text, location in zip(texts, locations, strict=True):
-            span = location.span
-            if location.status not in _GOLD_STATUSES or span is None:
-                raise InputError(
-                    f"expected text {_preview(text)} cannot serve as gold evidence: "
-                    f"{_gold_failure(location)}",
-                    hint="bind a GoldSet with anchors, or pass texts copied from one document",
-                )
-            spans.append(span)
-        return tuple(spans)
-
-    # -- retrieved -----------------------------------------------------------------------------
-
-    def locate_results(self, results: Sequence[RetrievedResult]) -> list[Location]:
-        """Map results (text plus document id and offset hints) in one batched call."""
-        return self.locator.locate_many(
-            [LocateRequest(r.text, r.document_id, r.start, r.end) for r in results]
-        )
-
-    def coverage(self, gold: Sequence[DocSpan], locations: Sequence[Location]) -> RankedCoverage:
-        """What the ranked locations cover of ``gold`` (unmapped results keep their slot)."""
-        return measure_coverage(gold, [location.span for location in locations])
-
-    def text_coverage(
-        self,
-        query: str | None,
-        expected_ids: Sequence[str] | None,
-        expected_texts: Sequence[str] | None,
-        retrieved_texts: Sequence[str] | None,
-    ) -> tuple[GoldEvidence, RankedCoverage]:
-        """Gold and coverage for one ``compute`` call, cached on its arguments."""
-        key = (
-            query,
-            tuple(expected_ids or ()),
-            tuple(expected_texts or ()),
-            tuple(retrieved_texts or ()),
-        )
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
-        evidence = self.gold_evidence(query, expected_ids, expected_texts)
-        texts = list(retrieved_texts or ())
-        locations = self.locator.locate_many([LocateRequest(text) for text in texts])
-        value = (evidence, self.coverage(evidence.spans, locations))
-        with self._lock:
-            self._cache[key] = value
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return value
-
-
-def _gold_failure(location: Location) -> str:
-    if location.status is MatchStatus.AMBIGUOUS:
-        return f"it occurs {len(location.candidates)} times in the corpus"
-    if location.status is MatchStatus.FUZZY:
-        return f"it was only found approximately (score {location.confidence:.2f})"
-    return location.reason or f"it was not found ({location.status.value})"
-
-
-def metric_value(coverage: RankedCoverage, base: str, k: int | None, min_overlap: float) -> float:
-    """One core metric at cutoff ``k`` (``None``: the whole list)."""
-    cutoff = max(coverage.n_results, 1) if k is None else k
-    return DEFAULT_METRICS[base].function(coverage, cutoff, min_overlap)
 
 
 class SpanMetric(BaseRetrievalMetric):
@@ -330,26 +118,44 @@ class SpanMetric(BaseRetrievalMetric):
         retrieved_texts: list[str] | None = None,
         **kwargs: Any,
     ) -> RetrievalMetricResult:
-        """Score ``retrieved_texts`` against the query's gold evidence (0 when empty)."""
+        """Score the retrieval against the query's gold evidence (0 when empty).
+
+        ``retrieved_ids`` are used first when the context knows the nodes (see the module
+        docstring); ``retrieved_texts`` otherwise.
+        """
         if self.context is None:
             raise InputError(
                 f"{self.metric_name} has no corpus to judge against",
                 hint="pass context=SpanContext(corpus, gold) or use register_span_metrics",
             )
         overlap = self.context.min_overlap if self.min_overlap is None else self.min_overlap
-        evidence, coverage = self.context.text_coverage(
-            query, expected_ids, expected_texts, retrieved_texts
+        measured = self.context.text_coverage(
+            query, expected_ids, expected_texts, retrieved_texts, retrieved_ids
         )
+        coverage = measured.coverage
         value = metric_value(coverage, self.base_metric, self.k, overlap)
         cutoff = coverage.index(self.k if self.k is not None else coverage.n_results)
         return RetrievalMetricResult(
             score=value,
             metadata={
-                "query_id": evidence.query_id,
-                "gold_source": evidence.source,
+                "query_id": measured.evidence.query_id,
+                "gold_source": measured.evidence.source,
+                "located_by": measured.located_by,
+                "by_node_id": measured.by_node_id,
                 "unmapped": coverage.unmapped[cutoff],
             },
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Bound classes are made at run time (see ``at``) and cannot be found by name: rebuild
+        # the instance from what defines it instead.
+        return (_rebuild_metric, (self.base_metric, self.k, self.context, self.min_overlap))
+
+
+def _rebuild_metric(
+    base: str, k: int | None, context: SpanContext | None, min_overlap: float | None
+) -> SpanMetric:
+    return _CLASSES[base](k=k, context=context, min_overlap=min_overlap)
 
 
 def _metric_name(base: str, k: int | None) -> str:
@@ -453,14 +259,17 @@ def _bound_classes(
 
 
 def _as_context(
-    corpus: Corpus | SpanContext, gold: GoldSet | None, min_overlap: float | None
+    corpus: Corpus | SpanContext,
+    gold: GoldSet | None,
+    min_overlap: float | None,
+    nodes: NodeSource | None = None,
 ) -> SpanContext:
     if isinstance(corpus, SpanContext):
-        if gold is not None or min_overlap is not None:
-            raise InputError("pass gold and min_overlap to the SpanContext, not here")
+        if gold is not None or min_overlap is not None or nodes is not None:
+            raise InputError("pass gold, min_overlap and nodes to the SpanContext, not here")
         return corpus
     overlap = DEFAULT_MIN_OVERLAP if min_overlap is None else min_overlap
-    return SpanContext(corpus, gold, min_overlap=overlap)
+    return SpanContext(corpus, gold, min_overlap=overlap, nodes=nodes)
 
 
 def span_metrics(
@@ -470,13 +279,15 @@ def span_metrics(
     k: Iterable[int] = DEFAULT_K,
     metrics: Iterable[str] = _DEFAULT_BASES,
     min_overlap: float | None = None,
+    nodes: NodeSource | None = None,
 ) -> list[SpanMetric]:
     """Bound span metric instances, for ``RetrieverEvaluator(metrics=[...])`` directly.
 
     One instance per metric per K (plus whole-list ``span_iou`` and ``span_mrr``), all
-    sharing one :class:`SpanContext`, in the order of ``metrics`` then K.
+    sharing one :class:`SpanContext`, in the order of ``metrics`` then K. ``nodes`` (an
+    index, docstore or nodes) lets ``retrieved_ids`` resolve to documents and offsets.
     """
-    context = _as_context(corpus, gold, min_overlap)
+    context = _as_context(corpus, gold, min_overlap, nodes)
     return [cls() for cls in _bound_classes(context, k, metrics)]
 
 
@@ -491,6 +302,7 @@ def register_span_metrics(
     k: Iterable[int] = DEFAULT_K,
     metrics: Iterable[str] = _DEFAULT_BASES,
     min_overlap: float | None = None,
+    nodes: NodeSource | None = None,
 ) -> list[str]:
     """Make ``span_recall@5`` & co. nameable in ``RetrieverEvaluator.from_metric_names``.
 
@@ -498,8 +310,10 @@ def register_span_metrics(
     ``METRIC_REGISTRY``, all bound to one :class:`SpanContext` over ``corpus`` and ``gold``.
     Registering again rebinds the names (the registry is global: one binding per name).
     Returns the names, in registration order. :func:`unregister_span_metrics` removes them.
+    ``nodes`` (the index, its docstore, or the nodes) lets ``retrieved_ids`` resolve to
+    documents and offsets before text is tried.
     """
-    context = _as_context(corpus, gold, min_overlap)
+    context = _as_context(corpus, gold, min_overlap, nodes)
     classes = _bound_classes(context, k, metrics)
     with _registry_lock:
         for cls in classes:

@@ -16,23 +16,37 @@ span-aware evaluator and in the BatchEvalRunner evaluator:
   given, which may not be canonical; the core verifies ``canonical[start:end] == text`` before
   it trusts them and re-anchors by text when they do not verify.
 * ``metadata`` keeps ``node_id`` and ``ref_doc_id`` (provenance, never used for scoring).
+
+:class:`NodeConverter` does the same for one corpus, with two repairs the plain functions
+cannot make:
+
+* a **raising resolver** costs only that node's document id (``None``; the locator then
+  searches by text), counted in :attr:`NodeConverter.resolver_errors` and logged once;
+* **raw-file offsets**: ``SimpleDirectoryReader`` decodes files as they are, so on a file with
+  ``\r\n`` line ends or text that is not NFC, a node's offsets count raw characters. When the
+  node's document was loaded from a file whose raw text differs from its canonical text, and
+  the node's text sits exactly at its offsets in the raw text, the offsets are translated to
+  canonical ones (:class:`~spanchor_core.OffsetMap`) instead of being rejected.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
-from spanchor_core import Corpus, RetrievedResult
+from spanchor_core import Corpus, OffsetMap, RetrievedResult
 from spanchor_core.corpus import document_id_for
 
 __all__ = [
     "DOCUMENT_ID_KEY",
     "DocumentIdResolver",
+    "NodeConverter",
     "default_document_id",
     "node_text",
     "node_to_result",
@@ -41,6 +55,8 @@ __all__ = [
 
 DOCUMENT_ID_KEY = "document_id"
 """Node metadata key that names the corpus document explicitly (it wins over everything)."""
+
+_log = logging.getLogger(__name__)
 
 DocumentIdResolver = Callable[[BaseNode], str | None]
 """Maps a node to the corpus id of its source document, or ``None`` when unknown."""
@@ -147,3 +163,120 @@ def nodes_to_results(
 ) -> list[RetrievedResult]:
     """Nodes in retrieval order as results ranked 1, 2, ..."""
     return [node_to_result(node, rank, document_id) for rank, node in enumerate(nodes, start=1)]
+
+
+def _offset(value: object) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+class NodeConverter:
+    """Nodes as results for one corpus: safe document ids, raw offsets made canonical.
+
+    ``document_id`` is the resolver (default :func:`default_document_id` of ``corpus``). It
+    may raise: that node gets no document id and the error is counted (see the module
+    docstring). Thread-safe; each document's raw file is read at most once.
+    """
+
+    def __init__(
+        self, corpus: Corpus | None = None, document_id: DocumentIdResolver | None = None
+    ) -> None:
+        self.corpus = corpus
+        self.resolve = document_id if document_id is not None else default_document_id(corpus)
+        self._errors = 0
+        self._lock = threading.Lock()
+        self._maps: dict[str, tuple[OffsetMap, int] | None] = {}
+
+    def __repr__(self) -> str:
+        return f"NodeConverter({self.corpus!r}, resolver_errors={self._errors})"
+
+    @property
+    def resolver_errors(self) -> int:
+        """Nodes whose document-id resolver raised (each lost its document id only)."""
+        return self._errors
+
+    def document_id(self, node: BaseNode) -> str | None:
+        """The node's corpus document id; ``None`` when unknown or when the resolver raised."""
+        try:
+            found = self.resolve(node)
+        except Exception as exc:
+            with self._lock:
+                self._errors += 1
+                first = self._errors == 1
+            if first:
+                _log.warning(
+                    "spanchor: the document_id resolver raised on node %r (%s: %s); that node "
+                    "is located by its text, further errors are counted in resolver_errors",
+                    node.node_id,
+                    type(exc).__name__,
+                    exc,
+                )
+            return None
+        return found if isinstance(found, str) and found else None
+
+    def _raw_map(self, document_id: str) -> tuple[OffsetMap, int] | None:
+        """The raw->canonical map of a document read from a file, when the two differ."""
+        if document_id in self._maps:
+            return self._maps[document_id]
+        found: tuple[OffsetMap, int] | None = None
+        corpus = self.corpus
+        document = corpus.get(document_id) if corpus is not None else None
+        if document is not None and document.path is not None:
+            try:
+                raw = document.path.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                raw = None
+            if raw is not None:
+                bom = 1 if raw.startswith("\ufeff") else 0
+                mapping = OffsetMap(raw[bom:])
+                if not mapping.is_identity and mapping.canonical == document.text:
+                    found = (mapping, bom)
+        self._maps[document_id] = found
+        return found
+
+    def _canonical_offsets(
+        self, document_id: str | None, text: str, start: int | None, end: int | None
+    ) -> tuple[int | None, int | None, bool]:
+        if document_id is None or start is None or end is None or self.corpus is None:
+            return start, end, False
+        raw = self._raw_map(document_id)
+        if raw is None:
+            return start, end, False
+        mapping, bom = raw
+        raw_start, raw_end = start - bom, end - bom
+        if raw_start < 0 or mapping.raw[raw_start:raw_end] != text:
+            return start, end, False  # not raw offsets of this text: leave them to the core
+        canonical = mapping.raw_span_to_canonical(raw_start, raw_end)
+        return canonical[0], canonical[1], True
+
+    def result(self, node: NodeWithScore | BaseNode, rank: int) -> RetrievedResult:
+        """One node as a ranked result (``rank`` is 1-based)."""
+        if isinstance(node, NodeWithScore):
+            score: float | None = node.score
+            inner = node.node
+        else:
+            score = None
+            inner = node
+        text = node_text(inner)
+        document_id = self.document_id(inner)
+        start, end, translated = self._canonical_offsets(
+            document_id,
+            text,
+            _offset(getattr(inner, "start_char_idx", None)),
+            _offset(getattr(inner, "end_char_idx", None)),
+        )
+        metadata: dict[str, Any] = {"node_id": inner.node_id, "ref_doc_id": inner.ref_doc_id}
+        if translated:
+            metadata["offsets"] = "raw"  # the node's own offsets counted raw file characters
+        return RetrievedResult(
+            rank=rank,
+            text=text,
+            score=score,
+            document_id=document_id,
+            start=start,
+            end=end,
+            metadata=metadata,
+        )
+
+    def results(self, nodes: Iterable[NodeWithScore | BaseNode]) -> list[RetrievedResult]:
+        """Nodes in retrieval order as results ranked 1, 2, ..."""
+        return [self.result(node, rank) for rank, node in enumerate(nodes, start=1)]

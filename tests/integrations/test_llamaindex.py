@@ -163,10 +163,14 @@ EXPECTED_API = {
     "DocumentIdResolver",
     "GoldSetEvaluation",
     "MigrationProblem",
+    "NodeConverter",
     "QADataset",
     "QAMigration",
+    "RagDataset",
+    "RagExample",
     "SpanAP",
     "SpanContext",
+    "SpanEvaluationResult",
     "SpanEvidenceEvaluator",
     "SpanFullEvidence",
     "SpanHit",
@@ -181,12 +185,17 @@ EXPECTED_API = {
     "SpanchorEventHandler",
     "default_document_id",
     "gold_from_qa_dataset",
+    "gold_from_rag_dataset",
     "node_to_result",
     "nodes_to_results",
+    "rag_to_qa_dataset",
     "read_qa_dataset",
+    "read_rag_dataset",
     "record_retrievals",
     "register_span_metrics",
     "span_metrics",
+    "span_results_rows",
+    "span_results_table",
     "tag_query",
     "unregister_span_metrics",
     "write_qa_dataset",
@@ -203,7 +212,9 @@ def test_public_api_is_pinned() -> None:
 def test_every_module_has_a_docstring_and_all() -> None:
     import importlib
 
-    for module in ("batch", "datasets", "evaluator", "metrics", "nodes", "recording"):
+    modules = ["batch", "blocks", "context", "datasets", "evaluator", "metrics", "nodes"]
+    modules += ["rag_dataset", "recording", "tables", "_events", "_scopes", "_spans", "_sync"]
+    for module in modules:
         mod = importlib.import_module(f"spanchor_llamaindex.{module}")
         assert len(mod.__doc__ or "") > 80, module
         assert mod.__all__, module

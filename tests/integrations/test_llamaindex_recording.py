@@ -146,20 +146,38 @@ class _Broken(BaseRetriever):
         return [NodeWithScore(node=TextNode(text="ok"), score=1.0)]
 
 
-def test_recording_never_breaks_retrieval(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_raising_resolver_costs_only_the_document_id(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     def explode(node: object) -> str:
         raise RuntimeError("resolver bug")
 
     path = tmp_path / "run.jsonl"
     with (
-        caplog.at_level(logging.WARNING, logger="spanchor_llamaindex.recording"),
+        caplog.at_level(logging.WARNING, logger="spanchor_llamaindex.nodes"),
         record_retrievals(path, document_id=explode) as handler,
     ):
         for _ in range(3):
             assert _Broken().retrieve("q")[0].node.get_content() == "ok"
+    assert (handler.records, handler.failures, handler.resolver_errors) == (3, 0, 3)
+    records = read_run(path).records
+    assert [[(r.text, r.document_id) for r in rec.results] for rec in records] == [
+        [("ok", None)]
+    ] * 3
+    assert sum("resolver raised" in m for m in caplog.messages) == 1, "logged once"
+
+
+def test_recording_never_breaks_retrieval(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "run.jsonl"
+    with (
+        caplog.at_level(logging.WARNING, logger="spanchor_llamaindex.recording"),
+        record_retrievals(path) as handler,
+    ):
+        handler.recorder.close()  # every write now fails
+        for _ in range(3):
+            assert _Broken().retrieve("q")[0].node.get_content() == "ok"
     assert handler.failures == 3
     assert handler.records == 0
-    assert sum("could not record" in m for m in caplog.messages) == 1, "logged once"
 
 
 def test_install_uninstall_is_idempotent_and_restores_lists(tmp_path: Path) -> None:
@@ -253,6 +271,16 @@ def test_blocks_in_concurrent_tasks_record_only_their_own_queries(tmp_path: Path
         assert [r.query for r in read_run(tmp_path / f"{i}.jsonl").records] == [question]
 
 
+def _strict_block(path: Path, retriever: BaseRetriever) -> SpanchorEventHandler:
+    """A block that does not adopt worker threads: one own retrieval, one in a thread."""
+    with record_retrievals(path, adopt_threads=False) as handler:
+        retriever.retrieve("third")
+        thread = threading.Thread(target=retriever.retrieve, args=("elsewhere",))
+        thread.start()
+        thread.join()
+    return handler
+
+
 def test_nested_blocks_both_record_and_an_installed_handler_records_everything(
     tmp_path: Path,
 ) -> None:
@@ -263,19 +291,24 @@ def test_nested_blocks_both_record_and_an_installed_handler_records_everything(
             retriever.retrieve("first")
             with record_retrievals(tmp_path / "inner.jsonl"):
                 retriever.retrieve("second")
-            # A thread that did not copy the context is outside both blocks.
-            thread = threading.Thread(target=retriever.retrieve, args=("elsewhere",))
-            thread.start()
-            thread.join()
+                # A thread that did not copy the context inherits no block: the open blocks
+                # are nested, so both adopt it.
+                thread = threading.Thread(target=retriever.retrieve, args=("pooled",))
+                thread.start()
+                thread.join()
+            with pytest.warns(RuntimeWarning, match=r"1 LlamaIndex retrieval\(s\) ran in threads"):
+                strict = _strict_block(tmp_path / "strict.jsonl", retriever)
     finally:
         everything.close()
 
     def queries(name: str) -> list[str]:
         return [r.query for r in read_run(tmp_path / f"{name}.jsonl").records]
 
-    assert queries("outer") == ["first", "second"]
-    assert queries("inner") == ["second"]
-    assert queries("all") == ["first", "second", "elsewhere"]
+    assert queries("outer") == ["first", "second", "pooled", "third", "elsewhere"]
+    assert queries("inner") == ["second", "pooled"]
+    assert queries("strict") == ["third"]
+    assert strict.unattributed == 1
+    assert queries("all") == ["first", "second", "pooled", "third", "elsewhere"]
 
 
 # -- install/uninstall from many threads ----------------------------------------------------------

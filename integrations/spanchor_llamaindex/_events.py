@@ -1,0 +1,296 @@
+"""Joining LlamaIndex's instrumentation events into run-file lines, one per stage.
+
+:class:`EventJoiner` is the logic of :class:`~spanchor_llamaindex.recording.
+SpanchorEventHandler` (see that module for the stages and the fields each line carries): it
+pairs start and end events by ``span_id``, finds each event's trace through the
+:class:`~spanchor_llamaindex._spans.SpanWatcher`, decides scope membership
+(:mod:`spanchor_llamaindex._scopes`), and writes through the core ``RunRecorder``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
+from llama_index.core.instrumentation.events.synthesis import (
+    SynthesizeEndEvent,
+    SynthesizeStartEvent,
+)
+from llama_index.core.schema import NodeWithScore
+
+from spanchor_core import RetrievedResult, RunRecorder
+from spanchor_llamaindex import _scopes
+from spanchor_llamaindex._scopes import QUERY_ID_TAG, Membership
+from spanchor_llamaindex._spans import Pending, SpanWatcher, Stage, Trace, class_name, text_of
+from spanchor_llamaindex.nodes import NodeConverter
+
+__all__ = ["EventJoiner"]
+
+_log = logging.getLogger("spanchor_llamaindex.recording")  # one logger for the recorder
+
+
+class EventJoiner:
+    """The recording state and logic behind ``SpanchorEventHandler``.
+
+    A plain slotted object: the dispatcher calls the handler for every event of the
+    application, and each private attribute of a pydantic model is a ``__getattr__`` call.
+    """
+
+    __slots__ = (
+        "adopt",
+        "converter",
+        "count_lock",
+        "counts",
+        "others",
+        "recorder",
+        "retrievals",
+        "scope",
+        "stages",
+        "traces",
+        "watcher",
+    )
+
+    def __init__(self, recorder: RunRecorder, converter: NodeConverter, stages: frozenset[str]):
+        self.recorder = recorder
+        self.converter = converter
+        self.stages = stages
+        # span_id -> pending stage; single dict operations are atomic.
+        self.retrievals: dict[str, Pending] = {}
+        self.others: dict[str, Pending] = {}
+        self.traces: dict[str, Trace] = {}
+        self.watcher = SpanWatcher(self._dropped, self._root_closed)
+        self.scope: object | None = None  # set by record_retrievals: record its block only
+        self.adopt = True
+        self.count_lock = threading.Lock()
+        self.counts = {"failures": 0, "nested": 0, "adopted": 0, "unattributed": 0}
+
+    def clear(self) -> None:
+        self.retrievals.clear()
+        self.others.clear()
+        self.traces.clear()
+        self.watcher.clear()
+
+    def _count(self, name: str) -> None:
+        with self.count_lock:
+            self.counts[name] += 1
+
+    # -- events ------------------------------------------------------------------------------
+
+    def handle(self, event: BaseEvent) -> None:
+        """Join start and end events by ``span_id``; never raises."""
+        try:
+            kind = type(event)
+            if kind is RetrievalEndEvent:
+                self._end_retrieval(event)  # type: ignore[arg-type]
+            elif kind is RetrievalStartEvent:
+                self._start_retrieval(event)  # type: ignore[arg-type]
+            elif kind is SynthesizeStartEvent:
+                self._start(event, "context", event.query)  # type: ignore[attr-defined]
+            elif kind is SynthesizeEndEvent:
+                self._end_synthesis(event)  # type: ignore[arg-type]
+            elif kind is ReRankStartEvent:
+                self._start(event, "postprocessed", event.query)  # type: ignore[attr-defined]
+            elif kind is ReRankEndEvent:
+                self._end_rerank(event)  # type: ignore[arg-type]
+        except Exception as exc:
+            self._failed(exc)
+
+    def _in_scope(self, counted: bool) -> bool:
+        if self.scope is None:
+            return True
+        member = _scopes.membership(self.scope)
+        if member is Membership.INSIDE:
+            return True
+        if member is Membership.ADOPTED and self.adopt:
+            if counted:
+                self._count("adopted")
+            return True
+        if member is not Membership.ELSEWHERE and counted:
+            self._count("unattributed")
+        return False
+
+    def _pending_for(self, event: BaseEvent, stage: Stage, query: Any) -> Pending | None:
+        span_id = event.span_id
+        if span_id is None or stage not in self.stages:
+            return None
+        if not self._in_scope(counted=stage == "retrieval"):
+            return None
+        if (
+            stage == "retrieval"
+            and self.retrievals
+            and self.watcher.has_ancestor_in(span_id, self.retrievals)
+        ):
+            self._count("nested")
+            return None
+        now = time.perf_counter()
+        text = text_of(query)
+        tagged = event.tags.get(QUERY_ID_TAG)
+        query_id = None if tagged is None else str(tagged)
+        root, question = self.watcher.root(span_id)
+        trace = self.traces.get(root)
+        if trace is None:
+            trace = Trace(root, question if question is not None else text, query_id, now)
+            self.traces[root] = trace
+        elif trace.query_id is None:
+            trace.query_id = query_id
+        parent = self.watcher.parent(span_id)
+        instance = self.watcher.instance(span_id)
+        if stage == "context":
+            # The query engine that asked for the synthesis names the context, not the
+            # synthesizer class.
+            engine = self.watcher.instance(parent)
+            source = class_name(engine if engine is not None else instance, "synthesizer")
+        else:
+            source = class_name(instance, stage)
+        return Pending(trace, stage, text, query_id, next(trace.sequence), parent, source, now)
+
+    def _start_retrieval(self, event: RetrievalStartEvent) -> None:
+        pending = self._pending_for(event, "retrieval", event.str_or_query_bundle)
+        if pending is not None and event.span_id is not None:
+            self.retrievals[event.span_id] = pending
+
+    def _start(self, event: BaseEvent, stage: Stage, query: Any) -> None:
+        pending = self._pending_for(event, stage, query)
+        if pending is not None and event.span_id is not None:
+            self.others[event.span_id] = pending
+
+    def _write(
+        self,
+        pending: Pending,
+        span_id: str,
+        results: list[RetrievedResult],
+        *,
+        latency_ms: float | None,
+        error: BaseException | str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        trace = pending.trace
+        metadata: dict[str, Any] = dict(extra or {})
+        if pending.query != trace.question:
+            metadata["retrieval_query"] = pending.query
+        self.recorder.record(
+            trace.question,
+            results,
+            query_id=pending.query_id if pending.query_id is not None else trace.query_id,
+            latency_ms=latency_ms,
+            error=error,
+            source=pending.source,
+            stage=pending.stage,
+            trace_id=trace.root,
+            run_id=span_id,
+            parent_run_id=pending.parent,
+            sequence=pending.sequence,
+            metadata=metadata or None,
+        )
+
+    def _seen(self, pending: Pending, nodes: list[NodeWithScore]) -> None:
+        seen = pending.trace.seen
+        for node in nodes:
+            seen.add(node.node.node_id)
+
+    def _end_retrieval(self, event: RetrievalEndEvent) -> None:
+        pending = self.retrievals.pop(event.span_id, None) if event.span_id is not None else None
+        if pending is None:
+            return  # nested, out of scope, or started before install
+        self._seen(pending, event.nodes)
+        self._write(
+            pending,
+            event.span_id or "",
+            self.converter.results(event.nodes),
+            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+        )
+        self._forget_if_closed(pending.trace)
+
+    def _end_rerank(self, event: ReRankEndEvent) -> None:
+        pending = self.others.pop(event.span_id, None) if event.span_id is not None else None
+        if pending is None or pending.stage != "postprocessed":
+            return
+        self._seen(pending, event.nodes)
+        self._write(
+            pending,
+            event.span_id or "",
+            self.converter.results(event.nodes),
+            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+        )
+        self._forget_if_closed(pending.trace)
+
+    def _end_synthesis(self, event: SynthesizeEndEvent) -> None:
+        pending = self.others.pop(event.span_id, None) if event.span_id is not None else None
+        if pending is None or pending.stage != "context":
+            return
+        nodes = list(getattr(event.response, "source_nodes", None) or ())
+        kept: list[RetrievedResult] = []
+        synthetic = 0
+        for node in nodes:
+            result = self.converter.result(node, len(kept) + 1)
+            inner = node.node
+            if (
+                inner.node_id in pending.trace.seen
+                or inner.ref_doc_id is not None
+                or result.document_id is not None
+            ):
+                kept.append(result)
+            else:
+                synthetic += 1
+        if synthetic:
+            kept = [dataclasses.replace(r, rank=rank) for rank, r in enumerate(kept, start=1)]
+        self._write(
+            pending,
+            event.span_id or "",
+            kept,
+            # how long the question took until its context was ready
+            latency_ms=(pending.started - pending.trace.started) * 1000.0,
+            extra={"synthetic_nodes": synthetic} if synthetic else None,
+        )
+        self._forget_if_closed(pending.trace)
+
+    def _dropped(self, span_id: str, err: BaseException | None) -> None:
+        try:
+            self.others.pop(span_id, None)  # a failed rerank or synthesis: no line
+            pending = self.retrievals.pop(span_id, None)
+            if pending is None:
+                return
+            self._write(
+                pending,
+                span_id,
+                [],
+                latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+                error=err if err is not None else "the retrieval was dropped",
+            )
+            self._forget_if_closed(pending.trace)
+        except Exception as exc:
+            self._failed(exc)
+
+    def _root_closed(self, root: str) -> None:
+        trace = self.traces.pop(root, None)
+        if trace is not None and self.others:
+            for span_id, pending in list(self.others.items()):
+                if pending.trace is trace:  # a reranker that returned without its end event
+                    self.others.pop(span_id, None)
+
+    def _forget_if_closed(self, trace: Trace) -> None:
+        # A root the watcher never saw open (installed mid-call) never reports its close.
+        if not self.watcher.is_open(trace.root):
+            self.traces.pop(trace.root, None)
+
+    def _failed(self, exc: Exception) -> None:
+        with self.count_lock:
+            self.counts["failures"] += 1
+            first = self.counts["failures"] == 1
+        if first:
+            _log.warning(
+                "spanchor: could not record a LlamaIndex retrieval (%s: %s); retrieval is "
+                "unaffected, further failures are counted in handler.failures",
+                type(exc).__name__,
+                exc,
+            )

@@ -1,0 +1,238 @@
+"""The open spans of LlamaIndex's dispatcher: parents, instances, roots (for the recorder).
+
+LlamaIndex opens a span around every instrumented call (``BaseRetriever.retrieve``,
+``BaseQueryEngine.query``, ``BaseSynthesizer.synthesize``, a postprocessor's
+``_postprocess_nodes``...) and passes each new span its parent, the object the method was
+called on and its bound arguments. The recorder needs three things from that tree:
+
+* the **root** of an event's span — the user's call (``query_engine.query(...)``, or the
+  retrieval itself) — whose id is the trace id of every line it causes, and whose arguments
+  hold the user's question;
+* the **instance** of a retrieval's span (the retriever: its class names the source);
+* whether a retrieval is **nested** in another one being recorded.
+
+It also holds the recorder's two records of progress: a :class:`Trace` (what the lines of one
+root call share) and a :class:`Pending` stage (started, waiting for its end event).
+
+:class:`SpanWatcher` keeps one tuple per open span and drops it when the span closes; it sees
+every span of the application, so it does one dict operation per span event, lock-free (single
+dict operations are atomic in CPython).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable, Container, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.instrumentation.span import BaseSpan
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from llama_index.core.schema import QueryBundle
+
+__all__ = ["Pending", "SpanWatcher", "Stage", "Trace", "class_name", "question_of", "text_of"]
+
+Stage = Literal["retrieval", "postprocessed", "context"]
+
+_MISSING: Final = object()
+_MAX_DEPTH: Final = 1000  # a cycle in the span tree would be a LlamaIndex bug
+
+# The parameters that carry the user's question in LlamaIndex's entry points:
+# query engines (``str_or_query_bundle``), retrievers, chat engines (``message``), agents.
+_QUESTION_PARAMETERS: Final = (
+    "str_or_query_bundle",
+    "query_bundle",
+    "query",
+    "message",
+    "user_msg",
+)
+
+SpanInfo = tuple[str | None, Any, inspect.BoundArguments | None]
+"""``(parent id, instance, bound arguments)``; the arguments are kept for root spans only."""
+
+
+def question_of(value: Any) -> str | None:
+    """The question text in an argument value (a string, a ``QueryBundle``), else ``None``."""
+    if isinstance(value, QueryBundle):
+        return value.query_str
+    if isinstance(value, str):
+        return value
+    content = getattr(value, "content", None)  # a ChatMessage
+    return content if isinstance(content, str) else None
+
+
+def text_of(value: Any) -> str:
+    found = question_of(value)
+    return found if found is not None else str(value)
+
+
+@dataclass(slots=True)
+class Trace:
+    """What the lines of one root call share."""
+
+    root: str
+    question: str
+    query_id: str | None
+    started: float
+    sequence: Iterator[int] = field(default_factory=itertools.count)
+    seen: set[str] = field(default_factory=set)  # node ids retrieved or reranked in the trace
+
+
+@dataclass(slots=True)
+class Pending:
+    """A started stage waiting for its end event."""
+
+    trace: Trace
+    stage: Stage
+    query: str
+    query_id: str | None
+    sequence: int
+    parent: str | None
+    source: str
+    started: float
+
+
+def class_name(instance: Any, default: str) -> str:
+    return type(instance).__name__ if instance is not None else default
+
+
+class SpanWatcher(BaseSpanHandler[BaseSpan]):
+    """Open spans of the dispatcher, for the recorder (see the module docstring).
+
+    ``on_drop(span_id, err)`` is called when a span ends with an exception, ``on_root_closed
+    (span_id)`` when a root span ends either way.
+    """
+
+    _spans: dict[str, SpanInfo] = PrivateAttr(default_factory=dict)
+    _on_drop: Callable[[str, BaseException | None], None] = PrivateAttr()
+    _on_root_closed: Callable[[str], None] = PrivateAttr()
+
+    def __init__(
+        self,
+        on_drop: Callable[[str, BaseException | None], None],
+        on_root_closed: Callable[[str], None],
+    ) -> None:
+        super().__init__()
+        self._spans: dict[str, SpanInfo] = {}
+        self._on_drop = on_drop
+        self._on_root_closed = on_root_closed
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SpanchorSpanWatcher"
+
+    def span_enter(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._spans[id_] = (parent_id, instance, bound_args if parent_id is None else None)
+
+    def span_exit(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        result: Any | None = None,
+        **kwargs: Any,
+    ) -> None:
+        info = self._spans.pop(id_, _MISSING)
+        if info is not _MISSING and info[0] is None:  # type: ignore[index]
+            self._on_root_closed(id_)
+
+    def span_drop(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> None:
+        info = self._spans.pop(id_, _MISSING)
+        self._on_drop(id_, err)
+        if info is not _MISSING and info[0] is None:  # type: ignore[index]
+            self._on_root_closed(id_)
+
+    # -- queries over the open spans ---------------------------------------------------------
+
+    def parent(self, span_id: str) -> str | None:
+        info = self._spans.get(span_id)
+        return None if info is None else info[0]
+
+    def instance(self, span_id: str | None) -> Any:
+        info = self._spans.get(span_id) if span_id is not None else None
+        return None if info is None else info[1]
+
+    def root(self, span_id: str) -> tuple[str, str | None]:
+        """The root span of ``span_id`` and the question in the root's arguments, if any."""
+        current = span_id
+        info = self._spans.get(current)
+        depth = 0
+        while info is not None and info[0] is not None and depth < _MAX_DEPTH:
+            current = info[0]
+            info = self._spans.get(current)
+            depth += 1
+        question = None
+        if info is not None and info[2] is not None:
+            arguments = info[2].arguments
+            for name in _QUESTION_PARAMETERS:
+                if name in arguments:
+                    question = question_of(arguments[name])
+                    if question is not None:
+                        break
+        return current, question
+
+    def is_open(self, span_id: str) -> bool:
+        return span_id in self._spans
+
+    def has_ancestor_in(self, span_id: str, spans: Container[str]) -> bool:
+        parent = self.parent(span_id)
+        depth = 0
+        while parent is not None and depth < _MAX_DEPTH:
+            if parent in spans:
+                return True
+            parent = self.parent(parent)
+            depth += 1
+        return False
+
+    def clear(self) -> None:
+        self._spans.clear()
+
+    # The abstract hooks of BaseSpanHandler; unused because the three methods above are
+    # overridden, but they must exist.
+    def new_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> BaseSpan | None:
+        return None
+
+    def prepare_to_exit_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        result: Any | None = None,
+        **kwargs: Any,
+    ) -> BaseSpan | None:
+        return None
+
+    def prepare_to_drop_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> BaseSpan | None:
+        return None
