@@ -98,6 +98,8 @@ class ChunkInventory(Sequence[LocatedChunk]):
     parameters: Mapping[str, Any] = field(default_factory=dict)
     spans: Mapping[str, tuple[Span, ...]] = field(init=False, repr=False)
     """Mapped chunk spans per document, sorted, duplicates kept (they are separate chunks)."""
+    longest: Mapping[str, int] = field(init=False, repr=False)
+    """The longest mapped chunk per document, in characters (bounds span searches)."""
 
     def __post_init__(self) -> None:
         by_doc: dict[str, list[Span]] = {}
@@ -108,6 +110,9 @@ class ChunkInventory(Sequence[LocatedChunk]):
                 )
         object.__setattr__(
             self, "spans", {doc: tuple(sorted(spans)) for doc, spans in sorted(by_doc.items())}
+        )
+        object.__setattr__(
+            self, "longest", {doc: max(e - s for s, e in spans) for doc, spans in by_doc.items()}
         )
 
     @overload
