@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from spanchor_core.diagnosis.inventory import ChunkInventory
 from spanchor_core.diagnosis.lost import gold_pieces, lost_evidence
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate import QueryEvaluation, QueryStatus
@@ -198,15 +199,22 @@ class DroppedCause(_Cause):
     kind: ClassVar[CauseKind] = "dropped"
     results: int
     """How many results the candidate returned (none of them overlaps the piece)."""
+    indexed: float | None = None
+    """Share of the piece inside the best single chunk of the candidate's index (``None``: no
+    chunk inventory given). 1.0 means the index holds it whole: it ranked below the depth
+    the run recorded, which only a deeper run or the inventory can tell from a real drop."""
 
     def evidence(self) -> dict[str, Any]:
-        return {"results": self.results}
+        return {"results": self.results, "indexed": self.indexed}
 
     def describe(self) -> str:
-        return (
+        text = (
             f"dropped: none of the candidate's {self.results} results overlaps {self._where} "
             f"(rank {self.rank_before} before)"
         )
+        if self.indexed is not None:
+            text += f"; the index holds {self.indexed:.0%} of it in one chunk"
+        return text
 
 
 Cause: TypeAlias = MissingCause | UnmappedCause | SplitCause | RankCause | DroppedCause
@@ -261,12 +269,22 @@ def _boundaries(query: QueryEvaluation, evidence: DocSpan) -> tuple[int, ...]:
     return tuple(sorted(cuts))
 
 
+def _indexed_share(chunks: ChunkInventory, piece: DocSpan) -> float:
+    target = (piece.start, piece.end)
+    best = max(
+        (overlap_length(span, target) for span in chunks.spans.get(piece.document_id, ())),
+        default=0,
+    )
+    return best / piece.length
+
+
 def _piece_cause(
     piece: DocSpan,
     evidence: DocSpan,
     baseline: QueryEvaluation,
     candidate: QueryEvaluation | None,
     k: int,
+    chunks: ChunkInventory | None,
 ) -> Cause:
     rank_before = _first_overlap(baseline, piece, upto=k)
     if rank_before is None:  # pragma: no cover - a lost piece is covered by the baseline
@@ -309,7 +327,11 @@ def _piece_cause(
         found["rank"] = RankCause(piece=piece, k=k, rank_before=rank_before, rank_after=rank_after)
     else:
         found["dropped"] = DroppedCause(
-            piece=piece, k=k, rank_before=rank_before, results=len(candidate.results)
+            piece=piece,
+            k=k,
+            rank_before=rank_before,
+            results=len(candidate.results),
+            indexed=None if chunks is None else _indexed_share(chunks, piece),
         )
     kinds = [kind for kind in CAUSE_KINDS if kind in found]
     winner = found[kinds[0]]
@@ -322,11 +344,14 @@ def regression_causes(
     k: int,
     *,
     gold: Sequence[DocSpan] | None = None,
+    candidate_chunks: ChunkInventory | None = None,
 ) -> tuple[Cause, ...]:
     """One cause per piece of gold evidence lost at ``k``, in document-id then offset order.
 
     ``candidate`` is ``None`` when the candidate evaluation has no row for the query. ``gold``
-    defaults to the queries' own gold spans. No lost piece (the query regressed on precision,
+    defaults to the queries' own gold spans. ``candidate_chunks``, the chunk inventory of the
+    candidate's index, tells a ``dropped`` piece the index holds whole (ranked below the
+    recorded depth) from one it does not. No lost piece (the query regressed on precision,
     say) gives ``()``. Raises :class:`~spanchor_core.errors.InputError` for a bad ``k``.
     """
     k = _check_k(k)
@@ -341,7 +366,7 @@ def regression_causes(
             for p in pieces
             if p.document_id == lost.document_id and p.start <= lost.start and lost.end <= p.end
         )
-        causes.append(_piece_cause(lost, evidence, baseline, candidate, k))
+        causes.append(_piece_cause(lost, evidence, baseline, candidate, k, candidate_chunks))
     return tuple(causes)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from spanchor_core.compare import Comparison, QueryChange
 from spanchor_core.diagnosis.causes import Cause, CauseSummary, regression_causes, summarise
+from spanchor_core.diagnosis.inventory import ChunkInventory
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import metric_parts
 
@@ -76,7 +77,11 @@ def diagnosis_cutoffs(row: QueryChange, evaluation: Evaluation) -> tuple[int, ..
 
 
 def diagnose_regressions(
-    comparison: Comparison, baseline: Evaluation, candidate: Evaluation
+    comparison: Comparison,
+    baseline: Evaluation,
+    candidate: Evaluation,
+    *,
+    candidate_chunks: ChunkInventory | None = None,
 ) -> RegressionDiagnosis:
     """Causes for every regressed query of ``comparison`` (flaky ones included).
 
@@ -84,7 +89,8 @@ def diagnose_regressions(
     gold characters (so ``hit@1`` falling while ``recall@5`` holds is judged at 1); a query
     that lost none at any of them has no causes and counts as unexplained. Queries only in
     the baseline are not regressions (the comparison reports them as missing); call
-    ``regression_causes(baseline[qid], None, k)`` for them.
+    ``regression_causes(baseline[qid], None, k)`` for them. ``candidate_chunks`` is passed
+    on to :func:`~spanchor_core.diagnosis.causes.regression_causes`.
     """
     rows = comparison.regressions()
     for side, evaluation in (("baseline", baseline), ("candidate", candidate)):
@@ -104,7 +110,7 @@ def diagnose_regressions(
         cutoffs = diagnosis_cutoffs(row, candidate)
         chosen = QueryDiagnosis(qid, cutoffs[0], ())
         for k in cutoffs:
-            causes = regression_causes(before, after, k)
+            causes = regression_causes(before, after, k, candidate_chunks=candidate_chunks)
             if causes:
                 chosen = QueryDiagnosis(qid, k, causes)
                 break
