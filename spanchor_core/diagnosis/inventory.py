@@ -193,6 +193,15 @@ def _as_id(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _first_id(data: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    """The first non-empty string among ``data[key]`` for ``keys``."""
+    for key in keys:
+        found = _as_id(data.get(key))
+        if found is not None:
+            return found
+    return None
+
+
 def chunks_from_dicts(items: Iterable[Mapping[str, Any]]) -> list[Chunk]:
     """Chunks from plain dicts in the shapes a run's results take.
 
@@ -205,7 +214,7 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any]]) -> list[Chunk]:
     for number, item in enumerate(items, start=1):
         if not isinstance(item, Mapping):
             raise ChunkInventoryError(f"chunk {number} is a {type(item).__name__}, not a dict")
-        chunk_id = next((_as_id(item[key]) for key in _ID_KEYS if key in item), None)
+        chunk_id = _first_id(item, _ID_KEYS)
         rest = {key: value for key, value in item.items() if key not in _ID_KEYS}
         try:
             result = result_from_mapping(rest, rank=number)
@@ -238,7 +247,7 @@ def chunks_from_results(
     of ``id_keys`` present in the metadata."""
     out: list[Chunk] = []
     for number, result in enumerate(results, start=1):
-        chunk_id = next((_as_id(result.metadata.get(key)) for key in id_keys), None)
+        chunk_id = _first_id(result.metadata, id_keys)
         out.append(_from_result(result, chunk_id, number))
     return out
 

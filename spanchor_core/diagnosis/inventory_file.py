@@ -122,15 +122,15 @@ def _dumps(value: Any) -> str:
 def _lines(header: ChunksHeader, chunks: Iterable[Chunk]) -> Iterator[str]:
     yield _dumps(header.model_dump(mode="json")) + "\n"
     for chunk in chunks:
-        line = ChunkLine(
-            chunk_id=chunk.chunk_id,
-            text=chunk.text,
-            document_id=chunk.document_id,
-            start=chunk.start,
-            end=chunk.end,
-            metadata=dict(chunk.metadata),
-        )
-        yield _dumps(line.model_dump(mode="json")) + "\n"
+        line = {
+            "chunk_id": chunk.chunk_id,
+            "text": chunk.text,
+            "document_id": chunk.document_id,
+            "start": chunk.start,
+            "end": chunk.end,
+            "metadata": dict(chunk.metadata),
+        }
+        yield _dumps(line) + "\n"  # allow_nan=False: NaN metadata is refused, not nulled
 
 
 def write_chunks(

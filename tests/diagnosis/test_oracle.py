@@ -46,9 +46,7 @@ doc_spans = st.tuples(st.sampled_from(DOCS), spans).map(lambda p: DocSpan(p[0], 
     chunk_list=st.lists(doc_spans, max_size=8),
     k=st.integers(1, 4),
 )
-def test_oracle_equals_brute_force(
-    gold: list[DocSpan], chunk_list: list[DocSpan], k: int
-) -> None:
+def test_oracle_equals_brute_force(gold: list[DocSpan], chunk_list: list[DocSpan], k: int) -> None:
     chunks: dict[str, list[Span]] = {}
     for chunk in chunk_list:
         chunks.setdefault(chunk.document_id, []).append((chunk.start, chunk.end))
@@ -59,9 +57,7 @@ def test_oracle_equals_brute_force(
     assert all((c.start, c.end) in chunks[c.document_id] for c in found.chunks)
     union = group_by_document(gold)
     mine = group_by_document(found.chunks)
-    assert found.covered == sum(
-        intersection_length(union[doc], mine.get(doc, [])) for doc in union
-    )
+    assert found.covered == sum(intersection_length(union[doc], mine.get(doc, [])) for doc in union)
 
 
 @given(gold=st.lists(doc_spans, min_size=1, max_size=3), chunk_list=st.lists(doc_spans, max_size=8))
@@ -75,9 +71,7 @@ def test_oracle_grows_with_k_and_reaches_full_coverage_of_what_chunks_cover(
     covered = [values[k].covered for k in (1, 2, 3, 50)]
     assert covered == sorted(covered)
     union = group_by_document(gold)
-    everything = sum(
-        intersection_length(union[d], union_spans(chunks.get(d, []))) for d in union
-    )
+    everything = sum(intersection_length(union[d], union_spans(chunks.get(d, []))) for d in union)
     assert values[50].covered == everything
 
 
