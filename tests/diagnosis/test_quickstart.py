@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -172,3 +173,13 @@ def test_make_chunks_regenerates_the_committed_inventories(tmp_path: Path) -> No
     assert [path.name for path in written] == [f"{name}.jsonl" for name in CHUNKINGS.values()]
     for path in written:
         assert _stable(path) == _stable(QUICKSTART / "chunks" / path.name)
+
+
+def test_the_chunks_readme_python_block_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (QUICKSTART / "chunks" / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    monkeypatch.chdir(QUICKSTART.parents[1])
+    exec(compile(block, "chunks/README.md", "exec"), {"__name__": "__readme__"})
+    assert "| 1 | 0.884 | 34 of 57 |" in capsys.readouterr().out
