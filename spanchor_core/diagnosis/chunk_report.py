@@ -154,6 +154,7 @@ class ChunkReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "spanchor.chunk_report",
+            "schema_version": 1,
             "description": self.description,
             "k": list(self.k),
             "sizes": self.sizes.to_json(),

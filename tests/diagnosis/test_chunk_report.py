@@ -102,7 +102,7 @@ def test_to_json_is_json_and_markdown_names_every_part() -> None:
     report = chunk_report(CORPUS, empty, map_inventory(CORPUS, windows(20)), k=[1, 2])
     data = report.to_json()
     assert json.loads(json.dumps(data)) == data
-    assert data["kind"] == "spanchor.chunk_report"
+    assert (data["kind"], data["schema_version"]) == ("spanchor.chunk_report", 1)
     assert data["oracle_recall"]["2"]["fully_served"] == 3
     assert data["skipped"] == ["none"]
     assert data["queries"][1]["anchors"][0]["pieces"] == 2
