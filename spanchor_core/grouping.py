@@ -19,8 +19,8 @@ used — ``context`` (what the model saw) over ``postprocessed`` (after a rerank
 ``retrieval`` (a record without a stage is a retrieval). Several records of that stage are
 merged by a deterministic interleave: they are ordered by (source, query text, content), then
 rank 1 of each is taken, then rank 2 of each, and so on, each item kept once (the first time
-it appears). ``sequence`` does not order the interleave because concurrent retrievals start in
-any order.
+it appears). A single record is scored exactly as it was returned, repeats included.
+``sequence`` does not order the interleave because concurrent retrievals start in any order.
 
 Other rules (CLI ``--group``, ``[tool.spanchor] group``):
 
@@ -177,6 +177,8 @@ def _order_key(retrieval: Retrieval[T]) -> tuple[str, str, int, str]:
 
 
 def _interleave(retrievals: Sequence[Retrieval[T]]) -> tuple[T, ...]:
+    if len(retrievals) == 1:  # one retrieval is scored exactly as it was returned
+        return retrievals[0].items
     ordered = sorted(retrievals, key=_order_key)
     seen: set[Hashable] = set()
     merged: list[T] = []

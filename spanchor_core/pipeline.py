@@ -18,9 +18,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from spanchor_core.compare import Comparison, compare
+from spanchor_core.compare import BAD_INPUT_FINDINGS, Comparison, compare
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
-from spanchor_core.errors import InputError
+from spanchor_core.errors import InputError, RunError
 from spanchor_core.evaluate import (
     Evaluation,
     ProgressCallback,
@@ -31,7 +31,7 @@ from spanchor_core.evaluate import (
     read_evaluation,
 )
 from spanchor_core.evaluate.kind import holds_evaluation
-from spanchor_core.exit_codes import ExitCode, combine_exit_codes
+from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
@@ -69,9 +69,6 @@ class GoldHashPolicy(StrEnum):
     IGNORE = "ignore"
     """Do not compare the hashes."""
 
-
-BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_policy", "empty_policy"})
-"""Error findings that mean the comparison itself is invalid, not that the candidate failed."""
 
 SideProgress = Callable[[str], ProgressCallback | None]
 """``progress(side)``: a progress callback for scoring ``side`` (a name or a label), or None."""
@@ -121,14 +118,28 @@ def _score(
     min_overlap: float,
     locator: Locator | None,
     progress: ProgressCallback | None,
+    group: str = "auto",
 ) -> Evaluation:
-    if isinstance(opened, Run):
-        return evaluate(
-            corpus, gold, opened, k=k, min_overlap=min_overlap, locator=locator, progress=progress
-        )
-    return evaluate_file(
-        corpus, gold, opened, k=k, min_overlap=min_overlap, locator=locator, progress=progress
+    """Score an opened run; a run with no record at all is bad input, never a quiet pass."""
+    score = evaluate if isinstance(opened, Run) else evaluate_file
+    evaluation = score(
+        corpus,
+        gold,
+        opened,  # type: ignore[arg-type]  # each scorer gets the kind it reads
+        k=k,
+        min_overlap=min_overlap,
+        locator=locator,
+        progress=progress,
+        group=group,
     )
+    if evaluation.records == 0:
+        raise RunError(
+            "the run holds no record: the recorder saw no retrieval",
+            path=opened.path or "run",
+            hint="was the retriever called inside the recording scope (or with the callback "
+            "handler attached)? record the run again",
+        )
+    return evaluation
 
 
 def score_run(
@@ -141,14 +152,24 @@ def score_run(
     allow_mismatch: bool = False,
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
+    group: str = "auto",
 ) -> Evaluation:
     """Score a run (in memory, opened, or a path) after :func:`open_run`'s checks.
 
-    A run file is read record by record, never held whole.
+    A run file is read record by record, never held whole. A run without any record is a
+    :class:`~spanchor_core.errors.RunError`. ``group`` is the grouping rule for queries with
+    several records (:mod:`spanchor_core.grouping`).
     """
     opened = open_run(run, corpus=corpus, gold=gold, allow_mismatch=allow_mismatch)
     return _score(
-        opened, corpus, gold, k=k, min_overlap=min_overlap, locator=locator, progress=progress
+        opened,
+        corpus,
+        gold,
+        k=k,
+        min_overlap=min_overlap,
+        locator=locator,
+        progress=progress,
+        group=group,
     )
 
 
@@ -171,6 +192,7 @@ def _scored(
     allow_mismatch: bool,
     progress: ProgressCallback | None,
     locator: Locator | None,
+    group: str = "auto",
 ) -> Evaluation:
     if corpus is None or gold is None:
         if isinstance(run, Path):
@@ -190,6 +212,7 @@ def _scored(
         allow_mismatch=allow_mismatch,
         locator=locator,
         progress=progress,
+        group=group,
     )
 
 
@@ -203,6 +226,7 @@ def load_side(
     allow_mismatch: bool = False,
     progress: ProgressCallback | None = None,
     locator: Locator | None = None,
+    group: str = "auto",
 ) -> Evaluation:
     """One side of a comparison: an evaluation as it is, or a run scored now (:func:`score_run`).
 
@@ -221,6 +245,7 @@ def load_side(
         allow_mismatch=allow_mismatch,
         progress=progress,
         locator=locator,
+        group=group,
     )
 
 
@@ -234,6 +259,7 @@ def load_pair(
     min_overlap: float | None = None,
     allow_mismatch: bool = False,
     progress: SideProgress | None = None,
+    group: str = "auto",
 ) -> tuple[Evaluation, Evaluation]:
     """Both sides as evaluations, scoring the runs among them with one corpus index.
 
@@ -261,6 +287,7 @@ def load_pair(
             allow_mismatch=allow_mismatch,
             progress=None if progress is None else progress(side),
             locator=locator,
+            group=group,
         )
         for side, source in known.items()
     }
@@ -288,9 +315,14 @@ class EvaluationOutcome:
         return limit is not None and self.evaluation.mapping.unmapped_rate > limit
 
     @property
+    def incomplete(self) -> bool:
+        """Some gold queries have no record in the run."""
+        return bool(self.evaluation.missing_in_run)
+
+    @property
     def exit_code(self) -> ExitCode:
-        """:attr:`ExitCode.UNTRUSTED` when too much is unmapped, else :attr:`ExitCode.PASS`."""
-        return ExitCode.UNTRUSTED if self.unmapped_exceeded else ExitCode.PASS
+        """:attr:`ExitCode.UNTRUSTED` when the run is incomplete or too much is unmapped."""
+        return ExitCode.UNTRUSTED if self.unmapped_exceeded or self.incomplete else ExitCode.PASS
 
 
 def _gold_hash_warning(
@@ -328,6 +360,7 @@ def run_evaluation(
     expected_gold_hash: str | None = None,
     gold_hash_policy: GoldHashPolicy | str = GoldHashPolicy.WARN,
     progress: ProgressCallback | None = None,
+    group: str = "auto",
 ) -> EvaluationOutcome:
     """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
 
@@ -343,7 +376,14 @@ def run_evaluation(
     warnings = _gold_hash_warning(gold_set, expected_gold_hash, gold_hash_policy)
     opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
     evaluation = _score(
-        opened, documents, gold_set, k=k, min_overlap=min_overlap, locator=None, progress=progress
+        opened,
+        documents,
+        gold_set,
+        k=k,
+        min_overlap=min_overlap,
+        locator=None,
+        progress=progress,
+        group=group,
     )
     records = opened.records_read if isinstance(opened, RunStream) else len(opened.records)
     if records and len(evaluation.missing_in_run) == len(evaluation):
@@ -368,25 +408,17 @@ class GateOutcome:
     comparison: Comparison
     gold: GoldSet | None
     corpus: Corpus | None
-    unmapped_exceeded: bool
+
+    @property
+    def unmapped_exceeded(self) -> bool:
+        """Either side mapped fewer results than the limit allows."""
+        return any(f.code == "unmapped_rate" for f in self.comparison.errors)
 
     @property
     def exit_code(self) -> ExitCode:
-        """The CI verdict, by :func:`~spanchor_core.exit_codes.combine_exit_codes` (2 > 3 > 1 > 0).
-
-        A comparison that could not be made meaningfully (the two sides were evaluated with
-        different settings or on different documents or gold sets, or the policy names a
-        metric they do not have, see :data:`BAD_INPUT_FINDINGS`) is bad input, 2; a candidate
-        that maps too few results cannot be trusted, 3; any other failing finding (a
-        regression, missing queries, too few queries, an aggregate gate) is the comparison's
-        own code, 1.
-        """
-        codes = [self.comparison.exit_code]
-        if {finding.code for finding in self.comparison.errors} & BAD_INPUT_FINDINGS:
-            codes.append(ExitCode.BAD_INPUT)
-        if self.unmapped_exceeded:
-            codes.append(ExitCode.UNTRUSTED)
-        return combine_exit_codes(*codes)
+        """The CI verdict: the comparison's own code, 2 > 3 > 1 > 0 (see
+        :attr:`~spanchor_core.compare.Comparison.exit_code`)."""
+        return self.comparison.exit_code
 
 
 def policy_with_drops(policy: Policy | None, max_drop: Mapping[str, float | None]) -> Policy | None:
@@ -429,11 +461,14 @@ def run_gate(
         min_overlap=config.min_overlap,
         allow_mismatch=config.allow_mismatch,
         progress=progress,
+        group=config.group,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
-    comparison = compare(baseline, candidate, chosen, seed=config.seed)
-    exceeded = (
-        config.max_unmapped_rate is not None
-        and candidate.mapping.unmapped_rate > config.max_unmapped_rate
+    comparison = compare(
+        baseline,
+        candidate,
+        chosen,
+        seed=config.seed,
+        max_unmapped_rate=config.max_unmapped_rate,
     )
-    return GateOutcome(baseline, candidate, comparison, gold, corpus, exceeded)
+    return GateOutcome(baseline, candidate, comparison, gold, corpus)

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spanchor_core.corpus import DEFAULT_GLOBS
-from spanchor_core.errors import EvaluationFileError
+from spanchor_core.errors import EvaluationFileError, InputError
+from spanchor_core.grouping import parse_group_rule
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 
@@ -56,6 +57,17 @@ class SpanchorSettings(BaseModel):
     redact: bool = False
     seed: int | None = None
     allow_mismatch: bool = False
+    group: str = "auto"
+    """How several records of one query are scored (:mod:`spanchor_core.grouping`): ``auto``,
+    ``first``, ``union``, ``stage:NAME`` or ``source:NAME``."""
+
+    @field_validator("group")
+    @classmethod
+    def _known_rule(cls, value: str) -> str:
+        try:
+            return str(parse_group_rule(value))
+        except InputError as err:
+            raise ValueError(err.message + (f"; {err.hint}" if err.hint else "")) from None
 
     def resolved_policy(self, base: Path | None = None) -> Policy | None:
         """The configured policy (``base`` names the file an inline table came from)."""

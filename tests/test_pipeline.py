@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from spanchor_core import load_corpus, read_gold, read_run
 from spanchor_core.cli import main
+from spanchor_core.compare import Finding
 from spanchor_core.errors import InputError
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.pipeline import (
@@ -98,15 +100,21 @@ def test_load_pair_scores_a_run_with_the_settings_of_the_evaluation(tmp_path: Pa
 def test_gate_exit_code_follows_the_one_convention() -> None:
     outcome = run_gate(gate_config_from_pyproject(QUICKSTART / "spanchor.toml"))
     assert outcome.exit_code is ExitCode.REGRESSION
+    unmapped = Finding("error", "unmapped_rate", "the candidate run cannot be trusted")
+    comparison = dataclasses.replace(
+        outcome.comparison, findings=(*outcome.comparison.findings, unmapped)
+    )
     untrusted = GateOutcome(
-        outcome.baseline,
-        outcome.candidate,
-        outcome.comparison,
-        outcome.gold,
-        outcome.corpus,
-        unmapped_exceeded=True,
+        outcome.baseline, outcome.candidate, comparison, outcome.gold, outcome.corpus
     )
     assert untrusted.exit_code is ExitCode.UNTRUSTED  # 3 outranks 1 (exit_codes: 2 > 3 > 1 > 0)
+    assert untrusted.unmapped_exceeded
+    assert comparison.verdict == "UNTRUSTED"
+    invalid = dataclasses.replace(
+        comparison, findings=(*comparison.findings, Finding("error", "missing_metric", "x"))
+    )
+    assert invalid.exit_code is ExitCode.BAD_INPUT
+    assert invalid.verdict == "INVALID"
 
 
 def test_run_evaluation_checks_the_gold_hash() -> None:

@@ -18,9 +18,12 @@ from spanchor_core.compare.file import (
     write_comparison,
 )
 from spanchor_core.compare.model import (
+    BAD_INPUT_FINDINGS,
+    UNTRUSTED_FINDINGS,
     AggregateChange,
     ChangeStatus,
     Comparison,
+    Coverage,
     Finding,
     MappingMetricTable,
     MetricChange,
@@ -33,12 +36,15 @@ from spanchor_core.compare.model import (
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
 
 __all__ = [
+    "BAD_INPUT_FINDINGS",
     "COMPARISON_KIND",
     "COMPARISON_SCHEMA_VERSION",
+    "UNTRUSTED_FINDINGS",
     "AggregateChange",
     "ChangeStatus",
     "Comparison",
     "ComparisonFile",
+    "Coverage",
     "Finding",
     "MappingMetricTable",
     "MetricChange",

@@ -34,8 +34,14 @@ The rules, in the order they are applied:
   indices, so adding a metric to a policy leaves the others' intervals unchanged.
   A sign-flip test was chosen over Wilcoxon because it needs numpy only, tests the mean itself
   (the quantity the gates use) and handles the many ties of 0/1 metrics without corrections.
-* **Verdict.** ``passed`` is true when no finding is an error; ``exit_code`` is
-  :class:`~spanchor_core.exit_codes.ExitCode` ``PASS`` (0) or ``REGRESSION`` (1).
+* **Trust.** Each side that knows its coverage (an :class:`~spanchor_core.evaluate.Evaluation`)
+  is checked first: missing gold queries and, when a limit is given, the unmapped rate
+  (:mod:`spanchor_core.compare.trust`).
+* **Verdict.** ``passed`` is true when no finding is an error. ``exit_code`` follows the one
+  precedence (:func:`~spanchor_core.exit_codes.combine_exit_codes`): an invalid comparison
+  (different settings, documents or gold sets; a gated metric missing; no usable policy) is 2,
+  an untrusted side is 3, any other error finding (a regression, too few queries, an aggregate
+  gate) is 1, else 0. ``verdict`` is the word every report prints for it.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from spanchor_core.compare.model import (
     TableSettings,
 )
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
+from spanchor_core.compare.trust import coverage_of, trust_findings
 from spanchor_core.errors import InputError
 from spanchor_core.policy import AggregateGate, Direction, Policy, default_policy
 
@@ -197,11 +204,14 @@ def compare(
     policy: Policy | None = None,
     *,
     seed: int | None = None,
+    max_unmapped_rate: float | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` under ``policy``; see the module docstring.
 
     Without a policy, :func:`spanchor_core.policy.default_policy` applies (recall at the largest
-    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed``.
+    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed``. Both sides are checked
+    for completeness, and for their unmapped rate when ``max_unmapped_rate`` is given
+    (:mod:`spanchor_core.compare.trust`): an untrusted side makes the exit code 3.
     """
     findings: list[Finding] = []
     base_settings = TableSettings.of(baseline.settings)
@@ -230,6 +240,8 @@ def compare(
     common = sorted(base_set & cand_set)
     only_base = sorted(base_set - cand_set)
     only_cand = sorted(cand_set - base_set)
+    findings.extend(trust_findings("baseline", baseline, policy, max_unmapped_rate))
+    findings.extend(trust_findings("candidate", candidate, policy, max_unmapped_rate))
     findings.extend(_missing_findings(only_base, only_cand, policy))
     if len(common) < policy.min_queries:
         findings.append(
@@ -343,6 +355,8 @@ def compare(
         seed=chosen_seed,
         baseline_settings=base_settings,
         candidate_settings=cand_settings,
+        baseline_coverage=coverage_of(baseline),
+        candidate_coverage=coverage_of(candidate),
     )
 
 

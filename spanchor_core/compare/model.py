@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol
 
-from spanchor_core.exit_codes import ExitCode
+from spanchor_core.exit_codes import ExitCode, combine_exit_codes
 from spanchor_core.policy import AggregateGate, Direction, Policy
 
 __all__ = [
@@ -204,6 +204,40 @@ class AggregateChange:
     gate_passed: bool | None = None
 
 
+BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_policy", "empty_policy"})
+"""Error findings that mean the comparison itself is invalid (exit 2), not that a run failed."""
+
+UNTRUSTED_FINDINGS = frozenset({"incomplete_run", "unmapped_rate"})
+"""Error findings that mean a side cannot be trusted (exit 3): see :mod:`.trust`."""
+
+_VERDICTS = {
+    ExitCode.PASS: "PASS",
+    ExitCode.REGRESSION: "FAIL",
+    ExitCode.BAD_INPUT: "INVALID",
+    ExitCode.UNTRUSTED: "UNTRUSTED",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How much of the gold set one side answered: ``covered`` of ``total`` queries."""
+
+    covered: int
+    total: int
+    records: int | None = None
+    unmapped_rate: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.covered / self.total if self.total else 1.0
+
+    def __str__(self) -> str:
+        text = f"{self.covered}/{self.total} gold queries recorded ({self.rate:.0%})"
+        if self.records is not None:
+            text += f", {self.records} record{'s' if self.records != 1 else ''}"
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """The outcome of :func:`compare`. Queries are sorted by id, aggregates by metric name."""
@@ -218,12 +252,32 @@ class Comparison:
     seed: int
     baseline_settings: TableSettings = field(default_factory=TableSettings)
     candidate_settings: TableSettings = field(default_factory=TableSettings)
+    baseline_coverage: Coverage | None = None
+    candidate_coverage: Coverage | None = None
 
     @property
     def exit_code(self) -> ExitCode:
-        """:attr:`ExitCode.PASS` (0) when the gate passes, :attr:`ExitCode.REGRESSION` (1) when
-        it fails (a regression or any other error finding): the numbers ``spanchor gate`` uses."""
-        return ExitCode.PASS if self.passed else ExitCode.REGRESSION
+        """The CI verdict: 2 invalid comparison > 3 untrusted side > 1 failed gate > 0 pass."""
+        codes = [ExitCode.PASS]
+        for finding in self.errors:
+            if finding.code in BAD_INPUT_FINDINGS:
+                codes.append(ExitCode.BAD_INPUT)
+            elif finding.code in UNTRUSTED_FINDINGS:
+                codes.append(ExitCode.UNTRUSTED)
+            else:
+                codes.append(ExitCode.REGRESSION)
+        return combine_exit_codes(*codes)
+
+    @property
+    def verdict(self) -> str:
+        """The word every report prints, always in step with :attr:`exit_code`:
+        ``PASS`` (0), ``FAIL`` (1), ``INVALID`` (2) or ``UNTRUSTED`` (3)."""
+        return _VERDICTS[self.exit_code]
+
+    @property
+    def untrusted(self) -> tuple[Finding, ...]:
+        """The error findings that make a side untrusted (the reason for exit code 3)."""
+        return tuple(f for f in self.errors if f.code in UNTRUSTED_FINDINGS)
 
     @property
     def counts(self) -> dict[str, int]:

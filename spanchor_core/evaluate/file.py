@@ -29,6 +29,7 @@ from spanchor_core.evaluate.model import (
     MappingStats,
     QueryEvaluation,
     QueryStatus,
+    TraceSummary,
 )
 from spanchor_core.spans import DocSpan
 
@@ -77,6 +78,14 @@ class SummaryModel(_Model):
     n: int
 
 
+class TraceModel(_Model):
+    trace_id: str | None
+    records: int = Field(ge=0)
+    sources: list[str] = Field(default_factory=list)
+    stage: str | None = None
+    error: str | None = None
+
+
 class QueryModel(_Model):
     query_id: str
     status: QueryStatus
@@ -85,6 +94,8 @@ class QueryModel(_Model):
     gold: list[SpanModel]
     mapping: MappingModel
     results: list[LocatedResultModel]
+    traces: list[TraceModel] = Field(default_factory=list)
+    """What was scored when the run held several records for the query (absent otherwise)."""
 
 
 class SettingsModel(_Model):
@@ -98,6 +109,8 @@ class SettingsModel(_Model):
     source_format: str | None = None
     """The format the scores were first read from (``spanchor-0.x/<schema>`` for a rewritten
     0.x evaluation, which has no result spans); absent in older files: this file's format."""
+    group: str = "auto"
+    """The grouping rule for queries with several records (absent in older files: auto)."""
 
 
 class EvaluationFile(_Model):
@@ -119,6 +132,8 @@ class EvaluationFile(_Model):
     errors: list[str]
     skipped: dict[str, str]
     warnings: list[str]
+    records: int | None = Field(default=None, ge=0)
+    """Records the run held; absent in older files."""
     queries: list[QueryModel]
 
 
@@ -159,6 +174,7 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
             run_path=s.run_path,
             run_header=None if s.run_header is None else dict(s.run_header),
             source_format=s.source_format,
+            group=s.group,
         ),
         metric_names=list(evaluation.metric_names),
         aggregates={
@@ -179,6 +195,7 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
         errors=list(evaluation.errors),
         skipped=dict(evaluation.skipped),
         warnings=list(evaluation.warnings),
+        records=evaluation.records,
         queries=[],
     )
 
@@ -199,7 +216,7 @@ def _query_json(query: QueryEvaluation) -> dict[str, Any]:
     Same keys in the same order and the same conversions (numbers to ``float`` where the model
     says float, the status to its value), so the bytes written are the same.
     """
-    return {
+    line: dict[str, Any] = {
         "query_id": str(query.query_id),
         "status": QueryStatus(query.status).value,
         "error": query.error,
@@ -219,6 +236,18 @@ def _query_json(query: QueryEvaluation) -> dict[str, Any]:
             for r in query.results
         ],
     }
+    if query.traces:
+        line["traces"] = [
+            {
+                "trace_id": t.trace_id,
+                "records": t.records,
+                "sources": list(t.sources),
+                "stage": t.stage,
+                "error": t.error,
+            }
+            for t in query.traces
+        ]
+    return line
 
 
 def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
@@ -286,6 +315,10 @@ def _from_file(model: EvaluationFile) -> Evaluation:
             results=results,
             mapping=MappingStats(dict(q.mapping.counts), q.mapping.hint_rejected),
             error=q.error,
+            traces=tuple(
+                TraceSummary(t.trace_id, t.records, tuple(t.sources), t.stage, t.error)
+                for t in q.traces
+            ),
         )
     s = model.settings
     return Evaluation(
@@ -301,6 +334,7 @@ def _from_file(model: EvaluationFile) -> Evaluation:
             spanchor_version=model.spanchor_version,
             created_at=model.created_at,
             source_format=_CURRENT_FORMAT if s.source_format is None else s.source_format,
+            group=s.group,
         ),
         metric_names=tuple(model.metric_names),
         missing_in_run=tuple(model.missing_in_run),
@@ -311,6 +345,7 @@ def _from_file(model: EvaluationFile) -> Evaluation:
         skipped=dict(model.skipped),
         mapping=MappingStats(dict(model.mapping.counts), model.mapping.hint_rejected),
         warnings=tuple(model.warnings),
+        records=model.records,
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "ProgressCallback",
     "QueryEvaluation",
     "QueryStatus",
+    "TraceSummary",
 ]
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -114,8 +115,28 @@ class MappingStats:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """One asking of a query, as scored: the records merged into it and where they came from.
+
+    Written to evaluation files for queries with more than one record, so a reader can see what
+    was merged (:mod:`spanchor_core.grouping` has the rule). Nothing here depends on line order.
+    """
+
+    trace_id: str | None
+    records: int
+    sources: tuple[str, ...] = ()
+    stage: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class QueryEvaluation(Mapping[str, float]):
-    """One query's scores, addressable by metric name: ``query_eval["recall@5"]``."""
+    """One query's scores, addressable by metric name: ``query_eval["recall@5"]``.
+
+    ``traces`` lists what was scored when the run held several records for the query (empty
+    for the ordinary one record); a query asked in several traces has the mean of their scores
+    as ``metrics`` and the first trace's ``results``.
+    """
 
     query_id: str
     metrics: Mapping[str, float]
@@ -124,6 +145,12 @@ class QueryEvaluation(Mapping[str, float]):
     results: tuple[LocatedResult, ...] = ()
     mapping: MappingStats = field(default_factory=lambda: MappingStats.of(()))
     error: str | None = None
+    traces: tuple[TraceSummary, ...] = ()
+
+    @property
+    def repeated(self) -> bool:
+        """The question was asked in more than one trace (its scores are their mean)."""
+        return len(self.traces) > 1
 
     def __getitem__(self, name: str) -> float:
         try:
@@ -175,6 +202,9 @@ class EvaluationSettings:
     created_at: str | None = None
     source_format: str = f"{EVALUATION_KIND}/{EVALUATION_SCHEMA_VERSION}"
     """The file format this evaluation came from (``spanchor-0.x/<schema>`` for old files)."""
+    group: str = "auto"
+    """The rule that turned several records of a query into what was scored
+    (:func:`spanchor_core.grouping.parse_group_rule`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -200,6 +230,23 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     mapping: MappingStats = field(default_factory=lambda: MappingStats.of(()))
     """Mapping statistics over every scored query."""
     warnings: tuple[str, ...] = ()
+    records: int | None = None
+    """Records the run held (None when unknown, as for spanchor 0.x evaluation files)."""
+
+    @property
+    def repeated(self) -> tuple[str, ...]:
+        """Queries asked in more than one trace, in gold order."""
+        return tuple(qid for qid, query in self.queries.items() if query.repeated)
+
+    @property
+    def covered(self) -> int:
+        """Gold queries (scored ones) that the run holds a record for."""
+        return len(self.queries) - len(self.missing_in_run)
+
+    @property
+    def coverage(self) -> float:
+        """``covered / queries``: the share of the gold set the run answered (1.0 when empty)."""
+        return self.covered / len(self.queries) if self.queries else 1.0
 
     def __getitem__(self, query_id: str) -> QueryEvaluation:
         try:

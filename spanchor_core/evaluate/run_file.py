@@ -13,6 +13,7 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate.model import Evaluation, ProgressCallback
 from spanchor_core.evaluate.scoring import evaluate_stream
 from spanchor_core.gold import GoldSet
+from spanchor_core.grouping import GroupRule
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.runs import RunStream, iter_run
@@ -30,6 +31,7 @@ def evaluate_file(
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
     batch_results: int = 10_000,
+    group: GroupRule | str = "auto",
 ) -> Evaluation:
     """:func:`~spanchor_core.evaluate.evaluate` for a run file, read record by record.
 
@@ -48,4 +50,5 @@ def evaluate_file(
         locator=locator,
         progress=progress,
         batch_results=batch_results,
+        group=group,
     )

@@ -33,9 +33,11 @@ sample of it), min, max and ``n``.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,34 +52,38 @@ from spanchor_core.evaluate.model import (
     ProgressCallback,
     QueryEvaluation,
     QueryStatus,
+    TraceSummary,
 )
 from spanchor_core.gold import GoldSet
+from spanchor_core.grouping import GroupedTrace, GroupRule, Retrieval, group_query, parse_group_rule
 from spanchor_core.locate import LocateRequest, Location, Locator, MatchStatus
 from spanchor_core.metrics import (
     DEFAULT_K,
     DEFAULT_METRICS,
     DEFAULT_MIN_OVERLAP,
-    _apply_plan,
-    _metric_plan,
+    MetricPlan,
+    apply_plan,
     check_k,
     check_min_overlap,
     measure_coverage,
     metric_names,
+    metric_plan,
 )
-from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, _resolve_record
+from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream
+from spanchor_core.runs import _resolve_record as resolve_record
+from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]
 
 
-# -- evaluate -----------------------------------------------------------------------------------
+# -- collecting and mapping records ---------------------------------------------------------------
 
 
 class _Tally:
-    """The duplicate rule, one record at a time: which records count, which ids repeat.
+    """Which records count and which ids repeat, one record at a time.
 
-    :meth:`add` is called with the (resolved) query id of every record in file order and says
-    whether the record is a candidate for its gold query; the caller keeps the last candidate
-    per id (the last record wins).
+    :meth:`add` is called with the (resolved) query id of every record and says whether the
+    record belongs to a gold query; ids outside the gold set are listed once each.
     """
 
     __slots__ = ("_extra", "_gold", "_seen")
@@ -96,20 +102,12 @@ class _Tally:
         return False
 
     def duplicates(self) -> tuple[str, ...]:
-        """Ids seen more than once, sorted."""
+        """Ids with more than one record, sorted."""
         return tuple(sorted(qid for qid, n in self._seen.items() if n > 1))
 
     def not_in_gold(self) -> tuple[str, ...]:
         """Ids not in the gold set, sorted."""
         return tuple(sorted(self._extra))
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What the winning record of one gold query amounts to once mapped (its texts dropped)."""
-
-    error: str | None
-    results: tuple[LocatedResult, ...]
 
 
 def _requests(record: RetrievalRecord) -> list[LocateRequest]:
@@ -124,22 +122,6 @@ def _requests(record: RetrievalRecord) -> list[LocateRequest]:
         )
         for result in ranked
     ]
-
-
-def _outcome(error: str | None, locations: Sequence[Location], first: int, count: int) -> _Outcome:
-    """A record's mapped results: ``locations[first:first + count]`` in rank slots 1..count.
-
-    An errored record is scored as an empty retrieval: it has no results, whatever it carried.
-    """
-    if error is not None:
-        return _Outcome(error, ())
-    return _Outcome(
-        None,
-        tuple(
-            _located(slot, locations[index])
-            for slot, index in enumerate(range(first, first + count), start=1)
-        ),
-    )
 
 
 # status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
@@ -160,6 +142,93 @@ def _located(rank: int, location: Location) -> LocatedResult:
     )
 
 
+def _item_key(result: LocatedResult, text: str | None) -> Hashable:
+    """What makes two results the same evidence when a trace's retrievals are merged.
+
+    A mapped result is its span; an unmapped one its text (digested: the key must not depend
+    on the process, since it also orders retrievals), so two different unmapped texts are two
+    results and the same text returned twice is one.
+    """
+    span = result.span
+    if span is not None:
+        return (span.document_id, span.start, span.end)
+    data = (text or "").encode("utf-8", "surrogatepass")
+    return ("?", result.status, hashlib.blake2b(data, digest_size=10).hexdigest())
+
+
+class _Collector:
+    """Resolves, maps and keeps every record of every gold query, batching the mapping.
+
+    Only what scoring needs survives a batch: each record's provenance (its results dropped)
+    and its mapped results with their merge keys — never the retrieved texts.
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        gold: GoldSet,
+        scored: frozenset[str],
+        locator: Locator | None,
+        batch_results: int | None,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.corpus, self.gold, self.scored = corpus, gold, scored
+        self.locator = locator
+        self.batch_results = batch_results
+        self.progress = progress
+        self.tally = _Tally(gold)
+        self.unresolved: list[str] = []
+        self.records = 0
+        self.kept: dict[str, list[Retrieval[LocatedResult]]] = {}
+        self.mapped = 0
+        self._pending: list[tuple[str, RetrievalRecord, int]] = []
+        self._requests: list[LocateRequest] = []
+
+    def add(self, original: RetrievalRecord) -> None:
+        self.records += 1
+        record, matched = resolve_record(original, self.gold)
+        if not matched:
+            self.unresolved.append(record.query)
+        qid = record.query_id
+        if qid is None or not self.tally.add(qid) or qid not in self.scored:
+            return
+        if record.error is None:
+            requests = _requests(record)
+            self._requests.extend(requests)
+            count = len(requests)
+        else:  # scored as an empty retrieval: nothing to map
+            count = 0
+        self._pending.append((qid, replace(record, results=()), count))
+        if self.batch_results is not None and len(self._requests) >= self.batch_results:
+            self.flush()
+
+    def flush(self) -> None:
+        requests = self._requests
+        if requests:
+            if self.locator is None:
+                self.locator = Locator(self.corpus)
+            locations = self.locator.locate_many(requests)
+        else:
+            locations = []
+        first = 0
+        for qid, stub, count in self._pending:
+            located = tuple(
+                _located(slot, locations[first + slot - 1]) for slot in range(1, count + 1)
+            )
+            keys = tuple(
+                _item_key(result, requests[first + index].text)
+                for index, result in enumerate(located)
+            )
+            bucket = self.kept.setdefault(qid, [])
+            bucket.append(Retrieval(stub, located, keys, ordinal=len(bucket)))
+            first += count
+        self.mapped += len(requests)
+        self._pending = []
+        self._requests = []
+        if self.progress is not None and self.batch_results is not None:
+            self.progress("map", self.mapped, 0)
+
+
 def evaluate(
     corpus: Corpus,
     gold: GoldSet,
@@ -169,68 +238,30 @@ def evaluate(
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
+    group: GroupRule | str = "auto",
 ) -> Evaluation:
     """Map every retrieved result onto the corpus and score every gold query.
 
     Always returns an :class:`Evaluation`; never changes ``gold`` or ``run``. The rules for
-    missing, extra, duplicate and failed records are in the module documentation. Raises
-    :class:`InputError` for a bad ``k`` or ``min_overlap`` and :class:`GoldError` when the gold
-    anchors do not match ``corpus``. Pass ``locator`` to reuse one built for ``corpus``.
-    ``progress(phase, done, total)`` is called as work advances (phases ``"map"`` — results,
-    reported when mapping starts and ends — and ``"score"`` — queries), so a front end can
-    draw a progress bar without this module knowing about terminals.
+    missing, extra, repeated and failed records are in the module documentation; ``group``
+    chooses how several records of one query are scored (:mod:`spanchor_core.grouping`).
+    Raises :class:`InputError` for a bad ``k``, ``min_overlap`` or ``group`` and
+    :class:`GoldError` when the gold anchors do not match ``corpus``. Pass ``locator`` to
+    reuse one built for ``corpus``. ``progress(phase, done, total)`` is called as work
+    advances (phases ``"map"`` — results, reported when mapping starts and ends — and
+    ``"score"`` — queries), so a front end can draw a progress bar without this module
+    knowing about terminals.
     """
-    ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
-    tally = _Tally(gold)
-    chosen: dict[str, RetrievalRecord] = {}
-    unresolved: list[str] = []
-    for original in run.records:
-        record, matched = _resolve_record(original, gold)
-        if not matched:
-            unresolved.append(record.query)
-        qid = record.query_id
-        if qid is not None and tally.add(qid):
-            chosen[qid] = record
-
-    # One batched mapping call for every result of every record that will be scored.
-    requests: list[LocateRequest] = []
-    firsts: dict[str, int] = {}
-    for qid in scored_ids:
-        winner = chosen.get(qid)
-        if winner is None or winner.error is not None:
-            continue
-        firsts[qid] = len(requests)
-        requests.extend(_requests(winner))
-    if progress is not None:
-        progress("map", 0, len(requests))
-    if requests:
-        if locator is None:
-            locator = Locator(corpus)
-        locations = locator.locate_many(requests)
-    else:
-        locations = []
-    del requests
-    if progress is not None:
-        progress("map", len(locations), len(locations))
-    outcomes = {
-        qid: _outcome(found.error, locations, firsts.get(qid, 0), len(found.results))
-        for qid in scored_ids
-        if (found := chosen.get(qid)) is not None
-    }
-    return _finish(
+    return _evaluate_records(
         corpus,
         gold,
-        ks,
-        overlap,
-        scored_ids,
-        skipped,
-        outcomes,
-        tally,
-        unresolved,
-        run.header,
-        run.path,
-        run.warnings,
-        progress,
+        run,
+        k=k,
+        min_overlap=min_overlap,
+        locator=locator,
+        progress=progress,
+        group=group,
+        batch_results=None,
     )
 
 
@@ -244,6 +275,7 @@ def evaluate_stream(
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
     batch_results: int = 10_000,
+    group: GroupRule | str = "auto",
 ) -> Evaluation:
     """:func:`evaluate` for a run read record by record, so that it is never held whole.
 
@@ -254,63 +286,54 @@ def evaluate_stream(
     may run over by one record); only the mapped spans are kept, never the texts. Afterwards
     the stream's ``records_read`` tells how many records there were.
 
-    A record that a later record for the same query replaces has been mapped for nothing;
-    runs have few such retries. ``progress("map", done, 0)`` reports results mapped so far
-    (the total is unknown until the end, when ``("map", n, n)`` is reported), then the
-    ``"score"`` phase as in :func:`evaluate`. Errors in the run file are raised when reading
-    reaches them.
+    ``progress("map", done, 0)`` reports results mapped so far (the total is unknown until
+    the end, when ``("map", n, n)`` is reported), then the ``"score"`` phase as in
+    :func:`evaluate`. Errors in the run file are raised when reading reaches them.
     """
     if isinstance(batch_results, bool) or not isinstance(batch_results, int) or batch_results < 1:
         raise InputError(f"batch_results must be a positive integer, got {batch_results!r}")
+    return _evaluate_records(
+        corpus,
+        gold,
+        stream,
+        k=k,
+        min_overlap=min_overlap,
+        locator=locator,
+        progress=progress,
+        group=group,
+        batch_results=batch_results,
+    )
+
+
+def _evaluate_records(
+    corpus: Corpus,
+    gold: GoldSet,
+    source: Run | RunStream,
+    *,
+    k: Sequence[int],
+    min_overlap: float,
+    locator: Locator | None,
+    progress: ProgressCallback | None,
+    group: GroupRule | str,
+    batch_results: int | None,
+) -> Evaluation:
+    """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream`."""
+    rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
-    scored = frozenset(scored_ids)
-    tally = _Tally(gold)
-    outcomes: dict[str, _Outcome] = {}
-    unresolved: list[str] = []
-    # The batch: (query id, error, result count) of its records in file order, and their requests.
-    pending: list[tuple[str, str | None, int]] = []
-    requests: list[LocateRequest] = []
-    mapped = 0
-
-    def flush() -> None:
-        nonlocal locator, mapped
-        if requests:
-            if locator is None:
-                locator = Locator(corpus)
-            locations = locator.locate_many(requests)
-        else:
-            locations = []
-        first = 0
-        for qid, error, count in pending:  # file order: the last record per id wins
-            outcomes[qid] = _outcome(error, locations, first, count)
-            first += count
-        mapped += len(requests)
-        pending.clear()
-        requests.clear()
-        if progress is not None:
-            progress("map", mapped, 0)
-
+    collector = _Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
+    records: Iterable[RetrievalRecord]
+    if isinstance(source, Run):
+        records = source.records
+        total = sum(len(r.results) for r in source.records if r.error is None)
+    else:
+        records, total = source, 0  # unknown until the stream ends
     if progress is not None:
-        progress("map", 0, 0)
-    for original in stream:
-        record, matched = _resolve_record(original, gold)
-        del original
-        if not matched:
-            unresolved.append(record.query)
-        qid = record.query_id
-        if qid is None or not tally.add(qid) or qid not in scored:
-            continue
-        if record.error is None:
-            requests.extend(_requests(record))
-            pending.append((qid, None, len(record.results)))
-        else:  # scored as an empty retrieval: nothing to map
-            pending.append((qid, record.error, 0))
-        del record  # only the requests keep its texts, until the batch is mapped
-        if len(requests) >= batch_results:
-            flush()
-    flush()
+        progress("map", 0, total)
+    for record in records:
+        collector.add(record)
+    collector.flush()
     if progress is not None:
-        progress("map", mapped, mapped)
+        progress("map", collector.mapped, collector.mapped)
     return _finish(
         corpus,
         gold,
@@ -318,12 +341,11 @@ def evaluate_stream(
         overlap,
         scored_ids,
         skipped,
-        outcomes,
-        tally,
-        unresolved,
-        stream.header,
-        stream.path,
-        stream.warnings,
+        collector,
+        rule,
+        source.header,
+        source.path,
+        source.warnings,
         progress,
     )
 
@@ -354,6 +376,27 @@ def _prepare(
     return ks, overlap, scored_ids, skipped
 
 
+def _trace_scores(
+    trace: GroupedTrace[LocatedResult],
+    anchors: tuple[DocSpan, ...],
+    plan: MetricPlan,
+    overlap: float,
+) -> tuple[dict[str, float], tuple[LocatedResult, ...]]:
+    """One trace's metrics and its results re-ranked in their merged order (slots 1..n)."""
+    results = tuple(
+        result if result.rank == slot else replace(result, rank=slot)
+        for slot, result in enumerate(trace.items, start=1)
+    )
+    coverage = measure_coverage(anchors, [result.span for result in results])
+    return apply_plan(coverage, plan, overlap), results
+
+
+def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    if len(rows) == 1:
+        return dict(rows[0])
+    return {name: math.fsum(row[name] for row in rows) / len(rows) for name in rows[0]}
+
+
 def _finish(
     corpus: Corpus,
     gold: GoldSet,
@@ -361,17 +404,16 @@ def _finish(
     overlap: float,
     scored_ids: Sequence[str],
     skipped: dict[str, str],
-    outcomes: Mapping[str, _Outcome],
-    tally: _Tally,
-    unresolved: Sequence[str],
+    collector: _Collector,
+    rule: GroupRule,
     header: RunHeader,
     run_path: Path | None,
     run_warnings: Sequence[str],
     progress: ProgressCallback | None,
 ) -> Evaluation:
-    """Score every gold query from the mapped outcomes and assemble the Evaluation."""
+    """Group each gold query's records, score them, and assemble the Evaluation."""
     names = tuple(metric_names(ks))
-    plan = _metric_plan(ks, DEFAULT_METRICS)
+    plan = metric_plan(ks, DEFAULT_METRICS)
     queries: dict[str, QueryEvaluation] = {}
     missing: list[str] = []
     errors: list[str] = []
@@ -380,25 +422,44 @@ def _finish(
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
         anchors = tuple(anchor.span for anchor in gold[qid].anchors)
-        outcome = outcomes.get(qid)
-        located = () if outcome is None else outcome.results
-        if outcome is None:
-            status = QueryStatus.MISSING_IN_RUN
+        retrievals = collector.kept.get(qid)
+        if retrievals is None:
             missing.append(qid)
-        elif outcome.error is not None:
-            status = QueryStatus.ERROR
+            coverage = measure_coverage(anchors, [])
+            queries[qid] = QueryEvaluation(
+                qid, apply_plan(coverage, plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
+            )
+            continue
+        grouped = group_query(retrievals, rule)
+        scored = [_trace_scores(trace, anchors, plan, overlap) for trace in grouped.traces]
+        first = grouped.traces[0] if grouped.traces else None
+        error = None if first is None else first.error
+        if error is not None:
             errors.append(qid)
-        else:
-            status = QueryStatus.SCORED
-        coverage = measure_coverage(anchors, [result.span for result in located])
+        located = scored[0][1] if scored else ()
+        if scored:
+            metrics = _mean_metrics([row for row, _ in scored])
+        else:  # a grouping rule left nothing: scored as an empty retrieval
+            metrics = apply_plan(measure_coverage(anchors, []), plan, overlap)
+        traces = (
+            tuple(
+                TraceSummary(t.trace_id, len(t.lines), t.sources, t.stage, t.error)
+                for t in grouped.traces
+            )
+            if grouped.records > 1 or not grouped.traces
+            else ()
+        )
         queries[qid] = QueryEvaluation(
             query_id=qid,
-            metrics=_apply_plan(coverage, plan, overlap),
-            status=status,
+            metrics=metrics,
+            status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
             gold=anchors,
             results=located,
-            mapping=MappingStats.of(located),
-            error=None if outcome is None else outcome.error,
+            mapping=MappingStats.of(
+                [result for retrieval in retrievals for result in retrieval.items]
+            ),
+            error=error,
+            traces=traces,
         )
 
     if progress is not None:
@@ -412,6 +473,7 @@ def _finish(
         run_path=None if run_path is None else str(run_path),
         run_header=header.model_dump(mode="json"),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        group=str(rule),
     )
     warnings = list(run_warnings)
     recorded = header.corpus_fingerprint
@@ -427,11 +489,12 @@ def _finish(
         settings=settings,
         metric_names=names,
         missing_in_run=tuple(missing),
-        not_in_gold=tally.not_in_gold(),
-        unresolved=tuple(unresolved),
-        duplicates=tally.duplicates(),
+        not_in_gold=collector.tally.not_in_gold(),
+        unresolved=tuple(collector.unresolved),
+        duplicates=collector.tally.duplicates(),
         errors=tuple(errors),
         skipped=skipped,
         mapping=MappingStats.combine([query.mapping for query in queries.values()]),
         warnings=tuple(warnings),
+        records=collector.records,
     )

@@ -1,0 +1,110 @@
+"""Whether each side of a comparison can be trusted at all, before any delta is believed.
+
+The gate's one promise is no false PASS. A run that missed gold queries (a crashed job, a
+recorder that saw nothing), or whose results mostly could not be mapped onto the documents,
+says nothing reliable about retrieval — for the baseline as much as for the candidate, since a
+broken baseline makes any candidate look like an improvement. Such a side produces an *untrusted*
+finding, which makes the comparison exit 3 whatever its deltas say.
+
+* ``incomplete_run`` — the side holds no record for some gold queries. With
+  ``policy.on_missing == "fail"`` (the default) any missing query counts, except allow-listed
+  flaky ones (a warning); with ``"warn"`` it is a warning.
+* ``unmapped_rate`` — more than ``max_unmapped_rate`` of the side's results got no span
+  (spanchor 0.x's exit 3).
+
+Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from spanchor_core.compare.model import UNTRUSTED_FINDINGS, Coverage, Finding, Severity
+from spanchor_core.policy import Policy
+
+__all__ = ["UNTRUSTED_FINDINGS", "Coverage", "coverage_of", "trust_findings"]
+
+_SHOWN_IDS = 5
+
+
+class _Rate(Protocol):
+    @property
+    def unmapped_rate(self) -> float: ...
+
+
+@runtime_checkable
+class _KnowsCoverage(Protocol):
+    """What an :class:`~spanchor_core.evaluate.Evaluation` offers about its own completeness."""
+
+    @property
+    def missing_in_run(self) -> tuple[str, ...]: ...
+    @property
+    def mapping(self) -> _Rate: ...
+    @property
+    def records(self) -> int | None: ...
+    def __len__(self) -> int: ...
+
+
+def coverage_of(table: object) -> Coverage | None:
+    """The coverage of an evaluation-like table, or None when it does not know it."""
+    if not isinstance(table, _KnowsCoverage):
+        return None
+    total = len(table)
+    return Coverage(
+        total - len(table.missing_in_run), total, table.records, table.mapping.unmapped_rate
+    )
+
+
+def _listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_SHOWN_IDS])
+    more = len(ids) - _SHOWN_IDS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def trust_findings(
+    side: str, table: object, policy: Policy, max_unmapped_rate: float | None
+) -> list[Finding]:
+    """The untrusted (or warning) findings of one side of a comparison (see the module doc)."""
+    if not isinstance(table, _KnowsCoverage):
+        return []
+    findings: list[Finding] = []
+    flaky = set(policy.flaky_queries)
+    missing = list(table.missing_in_run)
+    strict = [qid for qid in missing if qid not in flaky]
+    lenient = [qid for qid in missing if qid in flaky]
+    total = len(table)
+    if strict:
+        severity: Severity = "error" if policy.on_missing == "fail" else "warning"
+        findings.append(
+            Finding(
+                severity,
+                "incomplete_run",
+                f"the {side} run is incomplete: {len(strict)} of {total} gold queries have no "
+                f"record ({_listed(strict)}); was the job interrupted, or a retrieval made "
+                "outside the recording scope?",
+                query_ids=tuple(strict),
+            )
+        )
+    if lenient:
+        findings.append(
+            Finding(
+                "warning",
+                "incomplete_run",
+                f"the {side} run has no record for {len(lenient)} allow-listed flaky "
+                f"quer{'y' if len(lenient) == 1 else 'ies'} ({_listed(lenient)})",
+                query_ids=tuple(lenient),
+            )
+        )
+    rate = table.mapping.unmapped_rate
+    if max_unmapped_rate is not None and rate > max_unmapped_rate:
+        findings.append(
+            Finding(
+                "error",
+                "unmapped_rate",
+                f"the {side} run cannot be trusted: {rate:.1%} of its results could not be "
+                f"mapped onto the documents (limit {max_unmapped_rate:.1%}); were they recorded "
+                "against other documents?",
+            )
+        )
+    return findings
