@@ -57,12 +57,12 @@ from spanchor_core.metrics import (
     DEFAULT_K,
     DEFAULT_METRICS,
     DEFAULT_MIN_OVERLAP,
-    _apply_plan,
-    _metric_plan,
+    apply_plan,
     check_k,
     check_min_overlap,
     measure_coverage,
     metric_names,
+    metric_plan,
 )
 from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, _resolve_record
 
@@ -371,7 +371,7 @@ def _finish(
 ) -> Evaluation:
     """Score every gold query from the mapped outcomes and assemble the Evaluation."""
     names = tuple(metric_names(ks))
-    plan = _metric_plan(ks, DEFAULT_METRICS)
+    plan = metric_plan(ks, DEFAULT_METRICS)
     queries: dict[str, QueryEvaluation] = {}
     missing: list[str] = []
     errors: list[str] = []
@@ -393,7 +393,7 @@ def _finish(
         coverage = measure_coverage(anchors, [result.span for result in located])
         queries[qid] = QueryEvaluation(
             query_id=qid,
-            metrics=_apply_plan(coverage, plan, overlap),
+            metrics=apply_plan(coverage, plan, overlap),
             status=status,
             gold=anchors,
             results=located,
