@@ -11,7 +11,7 @@ status. ``--chroma`` runs the same measurement over the real corpora in
     python bench/bench_mapping.py --sizes 1,10,50 --queries 100,1000,10000
     python bench/bench_mapping.py --chroma
 
-Not part of the test suite; ``tests/test_locate.py`` runs a 0.1 MB smoke case.
+Not part of the test suite; ``tests/locate/test_real_data.py`` runs a 0.1 MB smoke case.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ the same thing to both. Relative paths are relative to the directory of the file
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from spanchor_core.errors import EvaluationFileError, InputError
 from spanchor_core.grouping import parse_group_rule
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
+from spanchor_core.policy.load import parse_toml
 
 __all__ = [
     "GateConfig",
@@ -100,11 +100,12 @@ def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str,
     if not file.exists():
         return None
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise EvaluationFileError(f"not valid TOML: {err}", path=file) from None
     except OSError as err:
         raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=file) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise EvaluationFileError(f"not valid TOML: {err}", path=file) from None
+    data = parse_toml(text, file)
     tool = data.get("tool")
     found = tool.get("spanchor") if isinstance(tool, dict) else None
     if not isinstance(found, dict):

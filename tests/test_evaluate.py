@@ -411,7 +411,7 @@ def test_rewriting_a_0x_evaluation_keeps_its_source_format(tmp_path: Path) -> No
 
 def test_rewritten_0x_evaluation_reports_no_lost_evidence_claim(tmp_path: Path) -> None:
     from spanchor_core.compare import compare
-    from spanchor_core.reports import comparison_markdown
+    from spanchor_core.render import comparison_markdown
 
     worse = _spanchor_0x_evaluation()
     worse["per_query_metrics"]["q1"]["recall@5"] = 0.0

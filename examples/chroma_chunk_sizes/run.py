@@ -61,7 +61,7 @@ from spanchor_core import (
     write_gold,
 )
 from spanchor_core.policy import policy_from_mapping
-from spanchor_core.reports import comparison_markdown, write_report
+from spanchor_core.render import comparison_markdown, write_report
 
 __all__ = ["CHUNK_SIZES", "DATA", "build_gold", "chunk", "main", "run_example"]
 

@@ -22,7 +22,7 @@ from spanchor_core.authoring import (
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
-from spanchor_core.render.terminal import one_line
+from spanchor_core.render.text import escape_control
 
 __all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate"]
 
@@ -62,11 +62,12 @@ def locate(
             counter = f"[{index}/{len(found)}] " if len(found) > 1 else ""
             note = " (whitespace-insensitive)" if occ.whitespace_insensitive else ""
             console.print(
-                f"{counter}{occ.document_id} [{occ.start}, {occ.end}) sha256 {occ.sha256}{note}",
+                f"{counter}{escape_control(occ.document_id)} [{occ.start}, {occ.end}) "
+                f"sha256 {occ.sha256}{note}",
                 markup=False,
             )
             console.print(
-                f"    {one_line(occ.left)}»{one_line(occ.text)}«{one_line(occ.right)}",
+                "    " + escape_control(f"{occ.left}»{occ.text}«{occ.right}"),
                 markup=False,
             )
         if not found:
@@ -111,8 +112,10 @@ def anchor_add(
     )
     new = query.anchors[-1]
     out_console().print(
-        f"{query.query_id}: anchor {new.document_id} [{new.start}, {new.end}) sha256 "
-        f"{new.hash} -> {gold} ({len(query.anchors)} anchor(s))",
+        escape_control(
+            f"{query.query_id}: anchor {new.document_id} [{new.start}, {new.end}) sha256 "
+            f"{new.hash} -> {gold} ({len(query.anchors)} anchor(s))"
+        ),
         markup=False,
     )
 
@@ -156,12 +159,14 @@ def check_corpus_command(
             span = item.moved_to
             target = f" -> moved to {span.document_id} [{span.start}, {span.end})"
         console.print(
-            f"{where}{item.query_id}: {item.message} [{item.fate.value}]{target}", markup=False
+            escape_control(f"{where}{item.query_id}: {item.message} [{item.fate.value}]{target}"),
+            markup=False,
         )
     for problem in check.problems:
         if problem.anchor is None:  # query-level problems; anchor ones are listed above
             console.print(
-                f"{gold}:{problem.line}: {problem.query_id}: {problem.message}", markup=False
+                escape_control(f"{gold}:{problem.line}: {problem.query_id}: {problem.message}"),
+                markup=False,
             )
     console.print(
         f"{len(check.broken)} broken anchor(s): {len(check.moved)} moved, "
@@ -235,7 +240,9 @@ def gold_review(
         output=output,
     )
     out_console().print(
-        f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})",
+        escape_control(
+            f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})"
+        ),
         markup=False,
     )
 
@@ -255,7 +262,7 @@ def gold_promote(
     report = promote_candidates(candidates, load_docs(docs, glob), gold, query_id_prefix=prefix)
     console = out_console()
     for cand, why in report.stale:
-        console.print(f"stale: {cand.candidate_id}: {why}", markup=False)
+        console.print(escape_control(f"stale: {cand.candidate_id}: {why}"), markup=False)
     console.print(
         f"promoted {len(report.added)}, already in gold {len(report.already)}, "
         f"stale {len(report.stale)}, approved without question {len(report.missing_question)}, "

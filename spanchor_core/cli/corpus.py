@@ -11,6 +11,7 @@ import typer
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, validate_gold
+from spanchor_core.render.text import escape_control
 
 __all__ = ["info", "validate"]
 
@@ -26,7 +27,10 @@ def info(
     corpus = load_docs(docs, glob)
     console = out_console()
     for document_id, doc in corpus.items():
-        console.print(f"{document_id}\t{len(doc.text)} chars\t{doc.sha256[:12]}", markup=False)
+        console.print(
+            f"{escape_control(document_id)}\t{len(doc.text)} chars\t{doc.sha256[:12]}",
+            markup=False,
+        )
     console.print(
         f"{len(corpus)} documents, {corpus.total_chars} characters, "
         f"fingerprint {corpus.fingerprint}"
@@ -74,7 +78,8 @@ def validate(
         for problem in problems:
             where = f"{gold}:{problem.line}: " if problem.line is not None else f"{gold}: "
             err.print(
-                f"{where}{problem.query_id}: {problem.message} [{problem.code}]", markup=False
+                escape_control(f"{where}{problem.query_id}: {problem.message} [{problem.code}]"),
+                markup=False,
             )
         if problems:
             err.print(f"{len(problems)} problem(s) in {gold}", markup=False)

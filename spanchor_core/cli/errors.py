@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from spanchor_core.errors import SpanchorError
 from spanchor_core.exit_codes import ExitCode
+from spanchor_core.render.text import escape_control
 
 __all__ = ["error_exit_code", "exit_status", "wants_debug"]
 
@@ -39,10 +40,10 @@ def exit_status(done: SystemExit) -> int:
 def error_exit_code(err: Exception) -> ExitCode:
     """Print ``err`` as one line on stderr and return the exit code it stands for."""
     if isinstance(err, SpanchorError):
-        print(f"spanchor: error: {err}", file=sys.stderr)
+        print(f"spanchor: error: {escape_control(str(err))}", file=sys.stderr)
     else:  # a bug of ours: still one line, and never mistaken for a pass
         print(
-            f"spanchor: internal error: {type(err).__name__}: {err} "
+            f"spanchor: internal error: {type(err).__name__}: {escape_control(str(err))} "
             "(run again with --debug for the traceback, and please report it)",
             file=sys.stderr,
         )

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from spanchor_core.cli.console import (
     DEFAULT_K_TEXT,
@@ -20,7 +19,6 @@ from spanchor_core.cli.console import (
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.evaluate import write_evaluation
-from spanchor_core.html_report import comparison_html, write_html
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
 from spanchor_core.pipeline import (
     GateOutcome,
@@ -30,6 +28,10 @@ from spanchor_core.pipeline import (
     run_gate,
 )
 from spanchor_core.policy import load_policy
+from spanchor_core.render.files import write_html, write_report
+from spanchor_core.render.html import comparison_html
+from spanchor_core.render.junit import comparison_junit
+from spanchor_core.render.markdown import comparison_markdown, evaluation_markdown
 from spanchor_core.render.terminal import (
     comparison_findings,
     comparison_tables,
@@ -38,12 +40,7 @@ from spanchor_core.render.terminal import (
     evaluation_table,
     mapping_line,
 )
-from spanchor_core.reports import (
-    comparison_junit,
-    comparison_markdown,
-    evaluation_markdown,
-    write_report,
-)
+from spanchor_core.render.text import escape_control
 from spanchor_core.settings import GateConfig, gate_config_from_pyproject
 
 __all__ = ["compare_command", "evaluate", "gate"]
@@ -111,7 +108,7 @@ def evaluate(
     evaluation = outcome.evaluation
     err = err_console()
     for warning in outcome.warnings:
-        err.print(f"warning: {warning}", markup=False)
+        err.print(f"warning: {escape_control(warning)}", markup=False)
     if output is not None:
         write_evaluation(evaluation, output)
     if report is not None:
@@ -124,7 +121,7 @@ def evaluate(
         if output is not None:
             console.print(f"wrote {output}", markup=False)
     for warning in evaluation.warnings:
-        err.print(f"warning: {escape(warning)}")
+        err.print(f"warning: {escape_control(warning)}", markup=False)
     if outcome.unmapped_exceeded:
         err.print(
             f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "

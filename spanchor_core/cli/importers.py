@@ -9,7 +9,8 @@ import typer
 
 from spanchor_core.cli.console import out_console
 from spanchor_core.gold import write_gold
-from spanchor_core.squad import import_legacy_gold, import_squad, write_squad_documents
+from spanchor_core.importers import import_legacy_gold, import_squad, write_squad_documents
+from spanchor_core.render.text import escape_control
 
 __all__ = ["import_app"]
 
@@ -32,7 +33,7 @@ def import_squad_command(
     write_gold(imported.gold, gold)
     console = out_console()
     for problem in imported.problems:
-        console.print(f"{source}: {problem}", markup=False)
+        console.print(escape_control(f"{source}: {problem}"), markup=False)
     console.print(
         f"{imported.paragraphs} documents, {len(imported.gold)} queries, {imported.anchors} "
         f"anchors ({imported.shifted} with offsets translated to canonical text), "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol
 
+from spanchor_core import _display
 from spanchor_core.exit_codes import ExitCode, combine_exit_codes
 from spanchor_core.policy import AggregateGate, Direction, Policy
 
@@ -327,10 +328,7 @@ class Comparison:
                 return row
         raise KeyError(f"metric {metric!r} has no aggregate row")
 
-    def _repr_html_(self) -> str:
-        """Rich notebook display: verdict, aggregates and the per-query delta plot."""
-        # Imported at call time: html_report imports this module (through reports), and
-        # importing a comparison must not pull in the renderers.
-        from spanchor_core.html_report import comparison_summary_html
-
-        return comparison_summary_html(self)
+    def _repr_html_(self) -> str | None:
+        """Rich notebook display: verdict, aggregates and the per-query delta plot
+        (registered by :mod:`spanchor_core.render.html`)."""
+        return _display.html_for(self)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from spanchor_core import _display
 from spanchor_core._version import __version__
 from spanchor_core.locate import MatchStatus
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
@@ -265,11 +266,10 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     def __repr__(self) -> str:
         return f"Evaluation({len(self)} queries, k={list(self.settings.k)})"
 
-    def _repr_html_(self) -> str:
-        """Rich notebook display: headline means by K, a recall-vs-K curve, mapping health."""
-        from spanchor_core.html_report import evaluation_summary_html  # lazy: light import
-
-        return evaluation_summary_html(self)
+    def _repr_html_(self) -> str | None:
+        """Rich notebook display: headline means by K, a recall-vs-K curve, mapping health
+        (registered by :mod:`spanchor_core.render.html`)."""
+        return _display.html_for(self)
 
     @property
     def has_result_spans(self) -> bool:

@@ -69,8 +69,7 @@ from spanchor_core.metrics import (
     metric_names,
     metric_plan,
 )
-from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream
-from spanchor_core.runs import _resolve_record as resolve_record
+from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, resolve_record
 from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]

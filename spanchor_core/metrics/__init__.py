@@ -45,10 +45,6 @@ from spanchor_core.metrics.names import (
 )
 from spanchor_core.metrics.registry import DEFAULT_METRICS, Metric, MetricFunction
 
-# transitional: used by spanchor_core.evaluate (renamed to public names)
-_metric_plan = metric_plan
-_apply_plan = apply_plan
-
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_METRICS",

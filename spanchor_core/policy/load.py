@@ -30,7 +30,7 @@ from spanchor_core.policy.model import (
     Policy,
 )
 
-__all__ = ["load_policy", "policy_from_mapping", "policy_from_pyproject"]
+__all__ = ["load_policy", "parse_toml", "policy_from_mapping", "policy_from_pyproject"]
 
 _LEGACY_KEYS: Final = frozenset({"thresholds", "min_query_count"})
 _RICH_KEYS: Final = frozenset(Policy.model_fields)
@@ -256,7 +256,9 @@ def _parse_json(text: str, path: Path) -> Any:
         ) from None
 
 
-def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """``text`` (the content of ``path``) as TOML; every failure an :class:`EvaluationFileError`
+    naming the file and, where known, the line (the settings module reads TOML through this)."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -301,7 +303,7 @@ def policy_from_pyproject(
     """
     file = Path(path)
     text = _read_text(file)
-    return _pyproject_policy(_parse_toml(text, file), file, text, missing_ok=missing_ok)
+    return _pyproject_policy(parse_toml(text, file), file, text, missing_ok=missing_ok)
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
@@ -323,7 +325,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     if suffix == ".json" or (suffix != ".toml" and text.lstrip().startswith("{")):
         data = _parse_json(text, file)
     else:
-        data = _parse_toml(text, file)
+        data = parse_toml(text, file)
         if file.name == "pyproject.toml" or {"tool", "project", "build-system"} & set(data):
             policy = _pyproject_policy(data, file, text, missing_ok=False)
             if policy is not None:  # always: missing_ok=False raised instead

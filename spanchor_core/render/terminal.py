@@ -2,7 +2,9 @@
 evaluation or a comparison.
 
 Each function returns something to print (a :class:`rich.table.Table`, or text with rich
-markup where it says so); the CLI decides where it goes.
+markup where it says so); the CLI decides where it goes. Text from the inputs (query ids,
+metric names, finding messages) goes through :func:`~spanchor_core.render.text.escape_control`
+and then rich's markup escape, so it can neither inject escape sequences nor markup.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from rich.table import Table
 
 from spanchor_core.compare import ChangeStatus, Comparison
 from spanchor_core.evaluate import Evaluation
-from spanchor_core.metrics import DEFAULT_METRICS, split_metric_name
+from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
+from spanchor_core.render.text import escape_control, metric_grid
 
 __all__ = [
     "comparison_findings",
@@ -21,37 +24,38 @@ __all__ = [
     "coverage_line",
     "evaluation_table",
     "mapping_line",
-    "one_line",
 ]
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line: backslashes, newlines and tabs written as escapes."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+def _shown(text: str) -> str:
+    """Input text safe inside rich markup on one terminal line."""
+    return escape(escape_control(text))
 
 
 def evaluation_table(evaluation: Evaluation) -> Table:
-    """Aggregate means as a metric × K grid, plus the whole-list metrics."""
+    """Aggregate means as a metric × K grid (:func:`~spanchor_core.render.text.metric_grid`),
+    scores only, plus the whole-list metrics in rows of their own."""
     ks = evaluation.settings.k
     table = Table(title=f"{len(evaluation)} queries", title_justify="left")
     table.add_column("metric")
     for k in ks:
         table.add_column(f"@{k}", justify="right")
-    families: dict[str, dict[int, float]] = {}
-    whole: dict[str, float] = {}
-    for name in evaluation.metric_names:
-        family, cutoff = split_metric_name(name)
-        metric = DEFAULT_METRICS.get(family)
-        if metric is not None and not metric.score:
-            continue
-        if cutoff is None:
-            whole[family] = evaluation.mean(name)
-        else:
-            families.setdefault(family, {})[cutoff] = evaluation.mean(name)
-    for family, by_k in families.items():
-        table.add_row(family, *(f"{by_k[k]:.3f}" if k in by_k else "" for k in ks))
-    for family, value in whole.items():
-        table.add_row(f"{family} (all ranks)", f"{value:.3f}", *([""] * (len(ks) - 1)))
+    scores = {
+        base
+        for base, _ in map(metric_parts, evaluation.metric_names)
+        if (metric := DEFAULT_METRICS.get(base)) is None or metric.score
+    }
+    grid = metric_grid(evaluation, scores)
+    column = {k: index for index, k in enumerate(grid.columns)}
+    whole: list[tuple[str, float]] = []
+    for base, means in grid.rows:
+        by_k = [means[column[k]] if k in column else None for k in ks]
+        if any(mean is not None for mean in by_k):
+            table.add_row(_shown(base), *("" if m is None else f"{m:.3f}" for m in by_k))
+        if None in column and (mean := means[column[None]]) is not None:
+            whole.append((base, mean))
+    for base, mean in whole:
+        table.add_row(f"{_shown(base)} (all ranks)", f"{mean:.3f}", *([""] * (len(ks) - 1)))
     return table
 
 
@@ -99,8 +103,8 @@ def comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
                 change = row.change(metric)
                 flaky = " (flaky)" if row.flaky else ""
                 table.add_row(
-                    escape(row.query_id + flaky),
-                    escape(metric),
+                    _shown(row.query_id) + flaky,
+                    _shown(metric),
                     f"{change.baseline:.3f}",
                     f"{change.candidate:.3f}",
                     f"{change.delta:+.3f}",
@@ -118,7 +122,7 @@ def comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
             else ""
         )
         aggregates.add_row(
-            escape(agg.metric),
+            _shown(agg.metric),
             "" if agg.baseline_mean is None else f"{agg.baseline_mean:.3f}",
             "" if agg.candidate_mean is None else f"{agg.candidate_mean:.3f}",
             "" if agg.delta is None else f"{agg.delta:+.3f}",
@@ -134,7 +138,7 @@ def comparison_findings(comparison: Comparison) -> list[str]:
     lines = []
     for finding in comparison.findings:
         colour = "red" if finding.severity == "error" else "yellow"
-        lines.append(f"[{colour}]{finding.severity}[/]: {escape(finding.message)}")
+        lines.append(f"[{colour}]{finding.severity}[/]: {_shown(finding.message)}")
     return lines
 
 

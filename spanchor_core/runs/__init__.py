@@ -55,7 +55,6 @@ from spanchor_core.runs.recorder import RunRecorder
 from spanchor_core.runs.results import result_from_mapping
 from spanchor_core.runs.write import write_run
 
-_resolve_record = resolve_record  # transitional: used by spanchor_core.evaluate
 
 __all__ = [
     "RUN_KIND",

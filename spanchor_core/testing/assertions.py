@@ -15,8 +15,8 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.gold import GoldSet
-from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
-from spanchor_core.runs import Run
+from spanchor_core.pipeline import load_pair, load_side
+from spanchor_core.render.text import check_count, one_line
 from spanchor_core.testing.inputs import (
     EvaluationSource,
     PathLike,
@@ -24,18 +24,14 @@ from spanchor_core.testing.inputs import (
     as_corpus,
     as_gold,
     as_policy,
-    evaluation_or_run,
-    load_pair,
-    score_run,
+    as_side,
 )
 from spanchor_core.testing.messages import (
     DEFAULT_EXCERPT_CHARS,
     DEFAULT_LIMIT,
     QUESTION_CHARS,
-    check_limit,
     format_number,
     listed_ids,
-    one_line,
     quoted,
     regression_message,
     unmapped_failure,
@@ -112,7 +108,9 @@ def assert_no_regression(
     _check_rate(max_unmapped_rate, "max_unmapped_rate")
     corpus_ = as_corpus(corpus)
     gold_ = as_gold(gold)
-    before, after = load_pair(baseline, candidate, corpus=corpus_, gold=gold_)
+    before, after = load_pair(
+        as_side(baseline, "baseline"), as_side(candidate, "candidate"), corpus=corpus_, gold=gold_
+    )
     comparison = compare(before, after, as_policy(policy), seed=seed)
     unmapped = unmapped_failure(after, max_unmapped_rate, "the candidate's")
     if comparison.passed and unmapped is None:
@@ -146,7 +144,7 @@ def evaluation_floor_failures(
     For a mean below its floor, the queries scoring below the floor are listed lowest first
     (at most ``limit``), with their questions when ``gold`` is given.
     """
-    check_limit(limit, "limit")
+    check_count(limit, "limit")
     _check_rate(max_unmapped_rate, "max_unmapped_rate")
     floors = dict(min_mean or {})
     if not floors and max_unmapped_rate is None:
@@ -236,17 +234,7 @@ def assert_evaluation(
     """
     __tracebackhide__ = True
     gold_ = as_gold(gold)
-    loaded = evaluation_or_run(evaluation, "evaluation")
-    if isinstance(loaded, Run):
-        loaded = score_run(
-            loaded,
-            corpus=as_corpus(corpus),
-            gold=gold_,
-            locator=None,
-            k=DEFAULT_K,
-            min_overlap=DEFAULT_MIN_OVERLAP,
-            allow_mismatch=False,
-        )
+    loaded = load_side(as_side(evaluation, "evaluation"), corpus=as_corpus(corpus), gold=gold_)
     failures = evaluation_floor_failures(
         loaded, min_mean=min_mean, max_unmapped_rate=max_unmapped_rate, gold=gold_, limit=limit
     )

@@ -1,14 +1,12 @@
 """The plugin's settings: :class:`SpanchorConfig`, read from command-line options, ini keys
 and the ``[tool.spanchor]`` table, first found wins.
 
-One small module on purpose: :func:`_table_config` is the ``[tool.spanchor]`` reading that the
-shared :mod:`spanchor_core.settings` takes over, so that the plugin and ``spanchor gate`` read
-the table by one rule.
+The table is read by :mod:`spanchor_core.settings`, the reader ``spanchor gate`` uses too, so
+a key means the same thing to both.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -17,9 +15,9 @@ import pytest
 
 from spanchor_core.corpus import DEFAULT_GLOBS
 from spanchor_core.errors import EvaluationFileError, InputError
-from spanchor_core.gate import GateConfig, gate_config_from_pyproject
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy
+from spanchor_core.settings import SpanchorSettings, read_settings, settings_table
 
 __all__ = ["CONFIG", "SETTINGS", "Setting", "SpanchorConfig", "given", "read_config"]
 
@@ -64,8 +62,6 @@ SETTINGS: Final = {
 CONFIG = Setting(
     "--spanchor-config", "spanchor_config", "", "the TOML file with a [tool.spanchor] table"
 )
-_UNSET: Final = Path("\0spanchor-unset")
-"""Stands in for the gate-only keys a pytest-only ``[tool.spanchor]`` table may leave out."""
 
 
 def given(config: pytest.Config, name: str, setting: Setting) -> Path | None:
@@ -80,25 +76,12 @@ def given(config: pytest.Config, name: str, setting: Setting) -> Path | None:
     return None
 
 
-def _table_config(file: Path) -> tuple[GateConfig, frozenset[str]] | None:
-    """``[tool.spanchor]`` of ``file`` validated as ``spanchor gate`` does, and its keys."""
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise EvaluationFileError(
-            "cannot read the TOML file: nested too deeply", path=file
-        ) from None
-    except (OSError, ValueError) as err:  # ValueError: bad TOML, not UTF-8, a 4,400-digit int
-        raise EvaluationFileError(f"cannot read the TOML file: {err}", path=file) from None
-    tool = data.get("tool")
-    table = tool.get("spanchor") if isinstance(tool, dict) else None
-    if not isinstance(table, dict):
+def _table_settings(file: Path) -> tuple[SpanchorSettings, frozenset[str]] | None:
+    """``[tool.spanchor]`` of ``file`` validated as ``spanchor gate`` reads it, and its keys."""
+    table = settings_table(file)
+    if table is None:
         return None
-    keys = frozenset(table)
-    # GateConfig requires both runs of a gate; a table written for pytest may name only the
-    # baseline, so the missing ones get a placeholder that is never used.
-    unset = {key: _UNSET for key in ("baseline", "candidate") if key not in keys}
-    return gate_config_from_pyproject(file, **unset), keys
+    return read_settings(file), frozenset(table)
 
 
 def read_config(config: pytest.Config) -> SpanchorConfig:
@@ -115,7 +98,7 @@ def read_config(config: pytest.Config) -> SpanchorConfig:
         file = config.inipath
     else:
         file = config.rootpath / "pyproject.toml"
-    found = _table_config(file) if file.is_file() else None
+    found = _table_settings(file) if file.is_file() else None
     if found is None and explicit is not None:
         raise EvaluationFileError("has no [tool.spanchor] table", path=file)
     gate, keys = found if found is not None else (None, frozenset[str]())
@@ -125,7 +108,7 @@ def read_config(config: pytest.Config) -> SpanchorConfig:
         if found is not None or gate is None or name not in keys:
             return found
         value = getattr(gate, name)
-        return value if isinstance(value, Path) and value != _UNSET else None
+        return value if isinstance(value, Path) else None
 
     policy_path = given(config, "policy", SETTINGS["policy"])
     policy = load_policy(policy_path) if policy_path is not None else None

@@ -1,25 +1,23 @@
-"""What the assertions accept as a side, turned into evaluations: objects or paths of
-evaluations, runs, gold sets, corpora and policies.
+"""What the assertions accept as a side, turned into objects: evaluations, runs, gold sets,
+corpora and policies, given as objects or as paths.
 
-One small module on purpose: :func:`load_pair` ("paths -> evaluations") is the step the shared
-:mod:`spanchor_core.pipeline` takes over, so that the plugin, ``spanchor gate`` and the CLI
-score runs by one rule.
+Turning sides into evaluations is :mod:`spanchor_core.pipeline`'s (:func:`load_pair`,
+:func:`load_side`, :func:`score_run`), so the plugin, ``spanchor gate`` and the CLI score runs
+by one rule; this module only checks that what is not an object is a path.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from spanchor_core.corpus import Corpus, load_corpus
 from spanchor_core.errors import InputError
-from spanchor_core.evaluate import Evaluation, check_run_provenance, evaluate, read_evaluation
-from spanchor_core.gate import file_kind
+from spanchor_core.evaluate import Evaluation, read_evaluation
 from spanchor_core.gold import GoldSet, read_gold
-from spanchor_core.locate import Locator
-from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.pipeline import file_kind
 from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.runs import Run, read_run
 
@@ -31,9 +29,8 @@ __all__ = [
     "as_gold",
     "as_path",
     "as_policy",
+    "as_side",
     "evaluation_or_run",
-    "load_pair",
-    "score_run",
 ]
 
 PathLike: TypeAlias = str | os.PathLike[str]
@@ -69,67 +66,16 @@ def as_policy(policy: PolicySource | None) -> Policy | None:
     return load_policy(as_path(policy, "policy"))
 
 
+def as_side(source: EvaluationSource, side: str) -> Evaluation | Run | Path:
+    """``source`` as it is if it is an object, else as a path (:func:`as_path`)."""
+    return source if isinstance(source, Evaluation | Run) else as_path(source, side)
+
+
 def evaluation_or_run(source: EvaluationSource, side: str) -> Evaluation | Run:
-    if isinstance(source, Evaluation | Run):
-        return source
-    path = as_path(source, side)
+    """``source`` as an object: an evaluation file read, a run file read whole."""
+    path = as_side(source, side)
+    if not isinstance(path, Path):
+        return path
     if file_kind(path) == "evaluation":
         return read_evaluation(path)
     return read_run(path)
-
-
-def score_run(
-    run: Run,
-    *,
-    corpus: Corpus | None,
-    gold: GoldSet | None,
-    locator: Locator | None,
-    k: Sequence[int],
-    min_overlap: float,
-    allow_mismatch: bool,
-) -> Evaluation:
-    if corpus is None or gold is None:
-        raise InputError(
-            "is a run; scoring a run needs the documents and the gold set",
-            path=run.path or "run",
-            hint="pass corpus= and gold=, or pass an evaluation instead",
-        )
-    if not allow_mismatch:
-        check_run_provenance(run, corpus, gold)
-    return evaluate(corpus, gold, run, k=k, min_overlap=min_overlap, locator=locator)
-
-
-def load_pair(
-    baseline: EvaluationSource,
-    candidate: EvaluationSource,
-    *,
-    corpus: Corpus | None,
-    gold: GoldSet | None,
-) -> tuple[Evaluation, Evaluation]:
-    """Both sides as evaluations; runs are scored with the other side's K and min_overlap.
-
-    Scoring a run with the settings of the evaluation it is compared with is the only choice
-    that can make the two comparable; with two runs, the library defaults apply to both.
-    """
-    sides = [evaluation_or_run(baseline, "baseline"), evaluation_or_run(candidate, "candidate")]
-    reference = next((side for side in sides if isinstance(side, Evaluation)), None)
-    k = DEFAULT_K if reference is None else reference.settings.k
-    overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
-    locator = None
-    if corpus is not None and sum(isinstance(side, Run) for side in sides) == 2:
-        locator = Locator(corpus)  # index the corpus once for both runs
-    out = [
-        side
-        if isinstance(side, Evaluation)
-        else score_run(
-            side,
-            corpus=corpus,
-            gold=gold,
-            locator=locator,
-            k=k,
-            min_overlap=overlap,
-            allow_mismatch=False,
-        )
-        for side in sides
-    ]
-    return out[0], out[1]

@@ -2,7 +2,9 @@
 
 :func:`regression_message` says which queries regressed, worst first, with their questions, the
 metrics that fell and the gold evidence the candidate stopped retrieving. Every id and excerpt
-is flattened to one line with control characters escaped, so input cannot rewrite the log.
+is flattened to one line with control characters escaped (the one escaper of
+:mod:`spanchor_core.render.text`), so input cannot rewrite the log, and lost evidence is judged
+by the one rule of :func:`~spanchor_core.render.text.regression_evidence`.
 """
 
 from __future__ import annotations
@@ -13,12 +15,17 @@ from typing import Final
 
 from spanchor_core.compare import Comparison, QueryChange
 from spanchor_core.corpus import Corpus
-from spanchor_core.errors import InputError
 from spanchor_core.evaluate import Evaluation, QueryStatus
 from spanchor_core.gold import GoldSet
-from spanchor_core.metrics import metric_parts
 from spanchor_core.policy import Policy
-from spanchor_core.reports import lost_evidence
+from spanchor_core.render.text import (
+    check_count,
+    escape_control,
+    excerpt,
+    one_line,
+    regression_evidence,
+    spanless_side,
+)
 from spanchor_core.spans import DocSpan
 
 __all__ = ["DEFAULT_EXCERPT_CHARS", "DEFAULT_LIMIT", "regression_message"]
@@ -34,26 +41,12 @@ _IDS_AFTER_LIMIT: Final = 20
 QUESTION_CHARS: Final = 120
 
 
-# Control characters left after whitespace is collapsed are shown escaped: a query id or an
-# evidence excerpt carrying an ESC sequence must not be able to rewrite the log around it.
-_CONTROL: Final[dict[int, str]] = {
-    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))
-}
-
-
-def one_line(text: str, limit: int | None = None) -> str:
-    flat = " ".join(text.split()).translate(_CONTROL)
-    if limit is not None and len(flat) > limit:
-        return flat[:limit].rstrip() + "…"
-    return flat
-
-
 def quoted(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return f"“{flat.translate(_CONTROL)}”"
-    cut = flat[:limit].rstrip().translate(_CONTROL)
-    return f"“{cut}…” ({limit} of {len(flat)} characters)"
+    """``text`` on one line in quotes, cut at ``limit`` characters (saying how many it had)."""
+    shown = excerpt(text, limit)
+    if not shown.cut:
+        return f"“{escape_control(shown.text)}”"
+    return f"“{escape_control(shown.text)}…” ({limit} of {shown.total} characters)"
 
 
 def format_number(value: float) -> str:
@@ -64,24 +57,6 @@ def listed_ids(ids: Sequence[str]) -> str:
     shown = ", ".join(one_line(qid) for qid in ids[:_IDS_AFTER_LIMIT])
     rest = len(ids) - _IDS_AFTER_LIMIT
     return shown if rest <= 0 else f"{shown} and {rest} more"
-
-
-def check_limit(value: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a whole number of at least 1, not {value!r}")
-
-
-def _evidence_depth(row: QueryChange, candidate: Evaluation) -> int | None:
-    """The K at which lost evidence is judged: the deepest K among the regressed metrics.
-
-    A whole-list metric (``mrr``) has no K; the evaluation's deepest K, the depth the user
-    asked to be scored, stands in. ``None`` (no K anywhere) means the whole ranked list.
-    """
-    for names in (row.regressed, candidate.metric_names):
-        cutoffs = [cut for name in names if (cut := metric_parts(name)[1]) is not None]
-        if cutoffs:
-            return max(cutoffs)
-    return None
 
 
 def _lost_lines(
@@ -95,24 +70,23 @@ def _lost_lines(
     qid = row.query_id
     if qid not in baseline or qid not in candidate:
         return []
-    before, after = baseline[qid], candidate[qid]
+    after = candidate[qid]
     note = ""
     if after.status is QueryStatus.MISSING_IN_RUN:
         note = " (the candidate run has no record for this query)"
     elif after.status is QueryStatus.ERROR:
         note = f" (the candidate's retrieval failed: {one_line(after.error or '', 120)})"
-    if baseline.settings.source_format.startswith("spanchor-0.x"):
-        return [f"lost evidence unknown: the baseline is a spanchor 0.x evaluation{note}"]
-    anchors = None
-    if gold is not None and qid in gold:
-        anchors = [anchor.span for anchor in gold[qid].anchors]
-    k = _evidence_depth(row, candidate)
-    depth = "the ranked list" if k is None else f"the top {k}"
-    lost = lost_evidence(before, after, k=k, gold=anchors)
+    spanless = spanless_side(baseline, candidate)
+    if spanless is not None:
+        return [f"lost evidence unknown: the {spanless[0]} is a spanchor 0.x evaluation{note}"]
+    evidence = regression_evidence(row, baseline, candidate, gold)
+    if evidence is None:
+        return []
+    depth = "the ranked list" if evidence.k is None else f"the top {evidence.k}"
+    lost = evidence.lost
     if not lost:
         return [f"no gold characters lost from {depth}{note}"]
-    total = sum(span.length for span in lost)
-    lines = [f"lost {total} gold characters from {depth}{note}:"]
+    lines = [f"lost {evidence.lost_chars} gold characters from {depth}{note}:"]
     for span in lost[:_PIECES]:
         lines.append("  " + _piece(span, corpus, excerpt_chars))
     if len(lost) > _PIECES:
@@ -171,8 +145,8 @@ def regression_message(
     ``excerpt_chars``; then the error findings that are not per query (settings mismatch,
     missing queries, too few queries, aggregate gates), the warnings and the gated means.
     """
-    check_limit(limit, "limit")
-    check_limit(excerpt_chars, "excerpt_chars")
+    check_count(limit, "limit")
+    check_count(excerpt_chars, "excerpt_chars")
     lines = [_verdict_line(comparison, unmapped_failure), _policy_line(comparison.policy)]
     regressed = comparison.regressions(include_flaky=False)
     if regressed:

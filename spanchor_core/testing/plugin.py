@@ -18,11 +18,11 @@ from spanchor_core.compare import Comparison
 from spanchor_core.corpus import Corpus, load_corpus
 from spanchor_core.errors import SpanchorError
 from spanchor_core.evaluate import Evaluation, read_evaluation
-from spanchor_core.gate import file_kind
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.locate import Locator
+from spanchor_core.pipeline import file_kind, score_run
 from spanchor_core.policy import Policy
-from spanchor_core.runs import Run, read_run
+from spanchor_core.runs import Run
 from spanchor_core.testing.assertions import assert_no_regression
 from spanchor_core.testing.config import CONFIG, SETTINGS, SpanchorConfig, read_config
 from spanchor_core.testing.inputs import (
@@ -31,7 +31,6 @@ from spanchor_core.testing.inputs import (
     PolicySource,
     as_path,
     evaluation_or_run,
-    score_run,
 )
 
 __all__ = [
@@ -198,9 +197,8 @@ def spanchor_evaluate(
         k: Sequence[int] | None = None,
         min_overlap: float | None = None,
     ) -> Evaluation:
-        loaded = run if isinstance(run, Run) else read_run(as_path(run, "run"))
         return score_run(
-            loaded,
+            run if isinstance(run, Run) else as_path(run, "run"),
             corpus=spanchor_corpus,
             gold=spanchor_gold,
             locator=spanchor_locator,

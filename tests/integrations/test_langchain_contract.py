@@ -18,7 +18,8 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from spanchor_core import evaluate, read_run, write_gold
 from spanchor_core.cli import main as cli_main
-from spanchor_core.gate import GateConfig, run_gate
+from spanchor_core.pipeline import run_gate
+from spanchor_core.settings import GateConfig
 from spanchor_langchain import (
     RecordingRetriever,
     SpanchorCallbackHandler,

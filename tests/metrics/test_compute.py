@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import spanchor_core.metrics as metrics
 from spanchor_core.metrics import (
     DEFAULT_METRICS,
     apply_plan,
@@ -22,8 +21,3 @@ def test_plan_order_is_metric_names_and_apply_equals_compute() -> None:
     assert [cutoff for name, _, cutoff in plan if "@" not in name] == [None, None]
     coverage = measure_coverage([DocSpan("a", 0, 10)], [None, DocSpan("a", 5, 15)])
     assert apply_plan(coverage, plan, 0.5) == compute_metrics(coverage, k=ks)
-
-
-def test_old_private_names_stay_importable_for_now() -> None:
-    assert metrics._metric_plan is metric_plan
-    assert metrics._apply_plan is apply_plan

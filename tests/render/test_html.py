@@ -17,8 +17,8 @@ from spanchor_core.compare import Comparison, compare, read_comparison, write_co
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate import Evaluation, evaluate, read_evaluation, write_evaluation
-from spanchor_core.gate import GateOutcome, gate_config_from_pyproject, run_gate
 from spanchor_core.gold import GoldQuery, GoldSet, anchor_from_text
+from spanchor_core.pipeline import GateOutcome, run_gate
 from spanchor_core.policy import AggregateGate, Policy
 from spanchor_core.render import (
     DELTA_COLOURS,
@@ -33,6 +33,7 @@ from spanchor_core.render import (
     write_html,
 )
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, RetrieverInfo, Run, RunHeader
+from spanchor_core.settings import gate_config_from_pyproject
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
@@ -335,7 +336,6 @@ def test_repr_html_needs_no_corpus(outcome: GateOutcome, tmp_path: Path) -> None
 def test_core_and_reports_import_no_matplotlib() -> None:
     code = (
         "import sys, spanchor_core, spanchor_core.render, spanchor_core.render.plots\n"
-        "import spanchor_core.html_report, spanchor_core.plots\n"
         "from spanchor_core.compare import compare\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'matplotlib'], 'matplotlib'\n"
     )
@@ -401,10 +401,12 @@ def test_hostile_text_is_escaped(
         baseline._repr_html_(),
     ]
     for text in pages:
+        assert text is not None
         check_html(text)
         for raw in ("<script", "<img", "<b>", "\x07", 'q">'):
             assert raw not in text
     page = pages[0]
+    assert page is not None
     assert html.escape(HOSTILE_QUESTION) in page
     assert "&lt;title&gt;&amp;" in page
     marked = _marked(_article(page, HOSTILE_ID))

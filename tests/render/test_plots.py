@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from spanchor_core.errors import InputError
-from spanchor_core.gate import GateOutcome, gate_config_from_pyproject, run_gate
+from spanchor_core.pipeline import GateOutcome, run_gate
 from spanchor_core.render import DELTA_COLOURS, query_deltas
+from spanchor_core.settings import gate_config_from_pyproject
 
 matplotlib = pytest.importorskip(
     "matplotlib", reason="matplotlib is not installed (pip install 'spanchor[plot]')"
@@ -88,7 +89,8 @@ def test_missing_matplotlib_says_how_to_install(tmp_path: Path) -> None:
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ImportError('absent')\n")
     code = (
-        "from spanchor_core.gate import gate_config_from_pyproject, run_gate\n"
+        "from spanchor_core.pipeline import run_gate\n"
+        "from spanchor_core.settings import gate_config_from_pyproject\n"
         "from spanchor_core.render.plots import plot_query_deltas\n"
         f"outcome = run_gate(gate_config_from_pyproject({str(QUICKSTART / 'spanchor.toml')!r}))\n"
         "try:\n"
