@@ -55,7 +55,6 @@ from spanchor_core.runs.recorder import RunRecorder
 from spanchor_core.runs.results import result_from_mapping
 from spanchor_core.runs.write import write_run
 
-
 __all__ = [
     "RUN_KIND",
     "RUN_SCHEMA_VERSION",
