@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gold", "runs", "grouping"),
     ("locate", "metrics"),
     ("evaluate",),
-    ("policy", "compare"),
+    ("policy", "compare", "diagnosis"),
     ("settings", "pipeline", "schema"),
     ("render", "authoring", "importers"),
     ("testing", "cli"),
@@ -55,7 +55,18 @@ def _imports(path: Path, name: str) -> Iterator[str]:
     ``from package import submodule`` imports the submodule, not the package's namespace.
     """
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # Imports under ``if TYPE_CHECKING:`` exist for annotations only; they never run.
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name

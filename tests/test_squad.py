@@ -274,5 +274,5 @@ def test_lone_surrogates_are_input_errors_naming_the_field(
 def test_non_standard_json_is_an_input_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('{"data": [], "version": NaN}', encoding="utf-8")
-    with pytest.raises(InputError, match="NaN is not a JSON number"):
+    with pytest.raises(InputError, match="NaN is not valid JSON"):
         import_squad(path)

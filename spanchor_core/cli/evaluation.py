@@ -39,6 +39,7 @@ from spanchor_core.render.terminal import (
     coverage_line,
     evaluation_table,
     mapping_line,
+    trust_lines,
 )
 from spanchor_core.render.text import escape_control
 from spanchor_core.settings import GateConfig, gate_config_from_pyproject
@@ -132,6 +133,9 @@ def evaluate(
 
 def _print_comparison(comparison: Comparison, quiet: bool) -> None:
     console = out_console()
+    # Whether the comparison can be trusted comes first: a CI log is read from the top.
+    for line in trust_lines(comparison):
+        console.print(line)
     if not quiet:
         for table in comparison_tables(comparison):
             console.print(table)
@@ -173,6 +177,10 @@ def _write_outputs(
             redact=redact,
         )
         write_html(page, html)
+    err = err_console()
+    for path in (json_path, report, junit, html):
+        if path is not None:
+            err.print(f"wrote {escape_control(str(path))}", markup=False)
 
 
 def compare_command(
@@ -267,11 +275,27 @@ def gate(
         typer.Option("--redact/--no-redact", help="Leave questions and evidence out of reports."),
     ] = None,
     max_unmapped_rate: Annotated[
-        float | None, typer.Option(help="Exit 3 when the candidate maps worse than this.")
+        float | None,
+        typer.Option(help="Exit 3 when either side maps more of its results worse than this."),
+    ] = None,
+    allow_mismatch: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-mismatch/--no-allow-mismatch",
+            help="Score runs recorded against another corpus or gold-set version.",
+        ),
+    ] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RULE",
+            help="How several records of one question are scored: auto, first, union, "
+            "stage:NAME or source:NAME.",
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
-    """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 3).
+    """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
     Every option can live in \\[tool.spanchor] of pyproject.toml, so that `spanchor gate`
     alone is the CI step. Example:
@@ -293,6 +317,8 @@ def gate(
         html=html,
         redact=redact,
         max_unmapped_rate=max_unmapped_rate,
+        allow_mismatch=allow_mismatch,
+        group=group,
     )
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy_base=config_file, progress=progress)
@@ -305,7 +331,4 @@ def gate(
         redact=config.redact,
     )
     _print_comparison(outcome.comparison, quiet)
-    if outcome.unmapped_exceeded:
-        rate = outcome.candidate.mapping.unmapped_rate
-        out_console().print(f"unmapped rate {rate:.1%} exceeds {config.max_unmapped_rate:.1%}")
     raise typer.Exit(outcome.exit_code)

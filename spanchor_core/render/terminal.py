@@ -16,6 +16,7 @@ from spanchor_core.compare import ChangeStatus, Comparison
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
 from spanchor_core.render.text import escape_control, metric_grid
+from spanchor_core.render.wording import coverage_lines
 
 __all__ = [
     "comparison_findings",
@@ -142,11 +143,27 @@ def comparison_findings(comparison: Comparison) -> list[str]:
     return lines
 
 
+_VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "UNTRUSTED": "bold magenta"}
+
+
 def comparison_verdict(comparison: Comparison) -> str:
-    """PASS or FAIL and the counts of the comparison, in one line of rich markup."""
+    """The verdict word (always the exit code's) and the counts, in one line of rich markup."""
     counts = comparison.counts
-    verdict = "[bold green]PASS[/]" if comparison.passed else "[bold red]FAIL[/]"
-    return (
+    word = comparison.verdict
+    verdict = f"[{_VERDICT_STYLE.get(word, 'bold red')}]{word}[/]"
+    line = (
         f"{verdict}: {counts['compared']} queries compared — {counts['regressed']} regressed, "
         f"{counts['improved']} improved, {counts['unchanged']} unchanged"
     )
+    untrusted = comparison.untrusted
+    if untrusted:
+        line += f" — but the comparison cannot be trusted ({_shown(untrusted[0].message)})"
+    return line
+
+
+def trust_lines(comparison: Comparison) -> list[str]:
+    """What the first lines of a comparison say: each side's coverage, then why it is untrusted."""
+    lines = [_shown(line) for line in coverage_lines(comparison)]
+    for finding in comparison.untrusted:
+        lines.append(f"[bold magenta]untrusted[/]: {_shown(finding.message)}")
+    return lines

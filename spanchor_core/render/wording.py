@@ -155,8 +155,22 @@ def question_for(gold: GoldSet | None, query_id: str, *, redact: bool = False) -
 
 
 def verdict_word(comparison: Comparison) -> str:
-    """``PASS`` or ``FAIL``."""
-    return "PASS" if comparison.passed else "FAIL"
+    """``PASS``, ``FAIL``, ``UNTRUSTED`` or ``INVALID``: always the exit code's word."""
+    return comparison.verdict
+
+
+def coverage_lines(comparison: Comparison) -> list[str]:
+    """One plain line per side that knows its coverage: ``baseline: 57/57 gold queries ...``."""
+    lines = []
+    for side, coverage in (
+        ("baseline", comparison.baseline_coverage),
+        ("candidate", comparison.candidate_coverage),
+    ):
+        if coverage is not None:
+            rate = coverage.unmapped_rate
+            unmapped = "" if rate is None else f", {rate:.1%} of results unmapped"
+            lines.append(f"{side}: {coverage}{unmapped}")
+    return lines
 
 
 def regressed_text(comparison: Comparison) -> str:

@@ -244,7 +244,7 @@ HEADER = json.dumps({"kind": "spanchor.chunks", "schema_version": 1})
         ("[1]\n", 1, "expected a JSON object"),
         (HEADER[:-1] + ', "extra": 1}\n', 1, "'extra': is not a field"),
         (f"{HEADER}\n{{not json\n", 2, "not valid JSON"),
-        (f'{HEADER}\n{{"text": "a", "start": NaN}}\n', 2, "NaN is not a JSON number"),
+        (f'{HEADER}\n{{"text": "a", "start": NaN}}\n', 2, "NaN is not valid JSON"),
         (f'{HEADER}\n{{"text": "a", "text": "b"}}\n', 2, "appears twice"),
         (f'{HEADER}\n"just a string"\n', 2, "expected a JSON object"),
         (f'{HEADER}\n{{"chunk": "a"}}\n', 2, "'text': missing"),

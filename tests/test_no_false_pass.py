@@ -1,0 +1,104 @@
+"""The gate's one promise, through the real CLI: a run that cannot be trusted never passes.
+
+Each damaged run from issue 9 is built from the quickstart and gated; the exit code follows
+2 > 3 > 1 > 0, the reason is on the first lines, and PASS is printed only with exit code 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spanchor_core.cli import main
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+DOCS, GOLD = QUICKSTART / "docs", QUICKSTART / "gold.jsonl"
+BASE, CAND = QUICKSTART / "runs" / "baseline.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _unmapped(source: Path, target: Path) -> Path:
+    header, *records = _lines(source)
+    for record in records:
+        for number, result in enumerate(record["results"]):  # type: ignore[attr-defined]
+            result.update(text=f"zq{number} nothing like this is in any document", start=None)
+            result.update(end=None, document_id=None)
+    return _write(target, [header, *records])
+
+
+def _gate(
+    capsys: pytest.CaptureFixture[str], baseline: Path, candidate: Path
+) -> tuple[int, list[str]]:
+    code = main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(baseline),
+         "--candidate", str(candidate), "--config", str(QUICKSTART / "spanchor.toml")]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    lines = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
+    if "PASS" in captured.out:
+        assert code == 0, "PASS printed with a non-zero exit code"
+    return code, lines
+
+
+def test_runs_with_no_record_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty_base = _write(tmp_path / "b.jsonl", _lines(BASE)[:1])
+    empty_cand = _write(tmp_path / "c.jsonl", _lines(CAND)[:1])
+    code, lines = _gate(capsys, empty_base, empty_cand)
+    assert code == 2
+    assert len(lines) == 1
+    assert "b.jsonl" in lines[0]
+    assert "holds no record" in lines[0]
+    assert "recording scope" in lines[0]
+
+
+def test_an_incomplete_candidate_is_untrusted_and_says_so_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header, *records = _lines(CAND)
+    partial = _write(tmp_path / "c.jsonl", [header, *records[:10]])
+    code, lines = _gate(capsys, BASE, partial)
+    assert code == 3
+    assert lines[0].startswith("baseline: 57/57 gold queries recorded")
+    assert lines[1].startswith("candidate: 10/57 gold queries recorded")
+    assert "untrusted" in lines[2]
+    assert "incomplete: 47 of 57" in lines[2]
+    assert lines[-1].startswith("UNTRUSTED")
+
+
+def test_an_unmapped_baseline_is_checked_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = _gate(capsys, _unmapped(BASE, tmp_path / "b.jsonl"), BASE)
+    assert code == 3
+    assert any("the baseline run cannot be trusted: 100.0%" in line for line in lines[:4])
+    assert lines[-1].startswith("UNTRUSTED")
+
+
+def test_untrusted_outranks_a_regression_and_both_unmapped_never_print_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = _gate(capsys, BASE, _unmapped(CAND, tmp_path / "c.jsonl"))
+    assert code == 3
+    assert lines[-1].startswith("UNTRUSTED")
+    both = _gate(capsys, _unmapped(BASE, tmp_path / "b.jsonl"), _unmapped(CAND, tmp_path / "c2"))
+    assert both[0] == 3
+    assert not any(line.startswith("PASS") for line in both[1])
+
+
+def test_a_sound_gate_still_passes_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _gate(capsys, BASE, BASE)[0] == 0
+    code, lines = _gate(capsys, BASE, CAND)
+    assert code == 1
+    assert lines[-1].startswith("FAIL")
