@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,11 @@ DOCS, GOLD = QUICKSTART / "docs", QUICKSTART / "gold.jsonl"
 BASE, CAND = QUICKSTART / "runs" / "baseline.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
 
 
-def _lines(path: Path) -> list[dict[str, object]]:
+def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _write(path: Path, lines: list[dict[str, object]]) -> Path:
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
 
@@ -30,7 +31,7 @@ def _write(path: Path, lines: list[dict[str, object]]) -> Path:
 def _unmapped(source: Path, target: Path) -> Path:
     header, *records = _lines(source)
     for record in records:
-        for number, result in enumerate(record["results"]):  # type: ignore[attr-defined]
+        for number, result in enumerate(record["results"]):
             result.update(text=f"zq{number} nothing like this is in any document", start=None)
             result.update(end=None, document_id=None)
     return _write(target, [header, *records])
