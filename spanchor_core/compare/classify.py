@@ -201,8 +201,14 @@ def compare(
     """Compare ``candidate`` with ``baseline`` under ``policy``; see the module docstring.
 
     Without a policy, :func:`spanchor_core.policy.default_policy` applies (recall at the largest
-    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed``.
+    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed`` and, like it, must be a
+    whole number of at least 0 (:class:`InputError` otherwise).
     """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(
+            f"the bootstrap seed must be a whole number of at least 0, got {seed!r}",
+            hint="use 0 or another non-negative integer",
+        )
     findings: list[Finding] = []
     base_settings = TableSettings.of(baseline.settings)
     cand_settings = TableSettings.of(candidate.settings)
