@@ -198,6 +198,8 @@ def mutated_value(draw: st.DrawFn, value: Any) -> Any:
     if op == "wrap":
         return _replace(value, path, draw(st.sampled_from([[target], {"value": target}])))
     containers = _containers(value)
+    if not containers:  # a scalar document: nothing to drop, double or add to
+        return Raw(draw(st.sampled_from(ODD_JSON)))
     path = draw(st.sampled_from(containers))
     target = _get(value, path)
     if op == "drop" and target:
