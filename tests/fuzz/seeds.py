@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,7 +118,7 @@ redact = false
 """
 
 
-def _jsonl(objects: list[object]) -> bytes:
+def _jsonl(objects: Sequence[object]) -> bytes:
     return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in objects).encode()
 
 

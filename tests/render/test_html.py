@@ -435,5 +435,6 @@ def test_charts_of_non_finite_values_are_drawn_not_crashed() -> None:
     bars = delta_svg(deltas, "recall@5")
     coordinate = r'\b(x|y|x1|x2|y1|y2|cx|cy|width|height|points)="[^"]*(inf|nan)'
     for svg in (curve, bars):
-        assert svg.startswith("<svg") and svg.endswith("</svg>")
+        assert svg.startswith("<svg")
+        assert svg.endswith("</svg>")
         assert not re.search(coordinate, svg)
