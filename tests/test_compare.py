@@ -581,3 +581,25 @@ def test_the_comparison_logic_does_no_file_io(module: str) -> None:
     )
     for forbidden in ("spanchor_core._io", "import pathlib", "from pathlib", "open(", "import os"):
         assert forbidden not in source, (module, forbidden)
+
+
+@pytest.mark.parametrize("seed", [-1, True, 1.5])
+def test_a_seed_that_is_not_a_non_negative_integer_is_an_input_error(seed: object) -> None:
+    # issue 12: --seed -1 reached numpy's SeedSequence as a bare ValueError
+    base, cand = shifted(10, 0.0)
+    with pytest.raises(InputError, match="seed must be a whole number of at least 0"):
+        compare(table(base), table(cand), RECALL_05, seed=seed)  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_in_a_comparison_file_is_an_evaluation_file_error(
+    tmp_path: Path,
+) -> None:
+    # pydantic could not report the bad key and raised UnicodeEncodeError instead
+    path = tmp_path / "comparison.json"
+    write_comparison(sample_comparison(), path)
+    text = path.read_text(encoding="utf-8").replace(
+        '"max_drop": {', '"max_drop": {"\\ud800": 0.1, '
+    )
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(EvaluationFileError, match="lone surrogate U\\+D800"):
+        read_comparison(path)

@@ -473,3 +473,11 @@ def test_default_policy_gates_recall_at_the_largest_k() -> None:
     assert policy.max_drop == {"recall@10": 0.0}
     with pytest.raises(InputError, match="no recall@K"):
         default_policy(["mrr", "hit@5"])
+
+
+def test_a_lone_surrogate_metric_name_is_an_evaluation_file_error(tmp_path: Path) -> None:
+    # pydantic could not report the bad key and raised UnicodeEncodeError instead
+    path = write(tmp_path, "p.json", '{"max_drop": {"\\ud800": 0.1}}')
+    with pytest.raises(EvaluationFileError, match="lone surrogate U\\+D800") as caught:
+        load_policy(path)
+    assert str(path) in str(caught.value)

@@ -209,10 +209,16 @@ def compare(
     """Compare ``candidate`` with ``baseline`` under ``policy``; see the module docstring.
 
     Without a policy, :func:`spanchor_core.policy.default_policy` applies (recall at the largest
-    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed``. Both sides are checked
-    for completeness, and for their unmapped rate when ``max_unmapped_rate`` is given
+    common K may not drop). ``seed`` overrides ``policy.bootstrap.seed`` and, like it, must be a
+    whole number of at least 0 (:class:`InputError` otherwise). Both sides are checked for
+    completeness, and for their unmapped rate when ``max_unmapped_rate`` is given
     (:mod:`spanchor_core.compare.trust`): an untrusted side makes the exit code 3.
     """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(
+            f"the bootstrap seed must be a whole number of at least 0, got {seed!r}",
+            hint="use 0 or another non-negative integer",
+        )
     findings: list[Finding] = []
     base_settings = TableSettings.of(baseline.settings)
     cand_settings = TableSettings.of(candidate.settings)

@@ -251,4 +251,10 @@ def read_comparison(path: str | os.PathLike[str]) -> Comparison:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise EvaluationFileError(f"{where}: {first['msg']}", path=source) from None
+    except UnicodeEncodeError as err:  # pydantic cannot report a value UTF-8 cannot hold
+        raise EvaluationFileError(
+            f"holds a lone surrogate U+{ord(err.object[err.start]):04X}, which UTF-8 cannot hold",
+            path=source,
+            hint="write comparison files with spanchor compare -o",
+        ) from None
     return _from_file(model)

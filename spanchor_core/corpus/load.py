@@ -40,16 +40,50 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
+def _utf8_name(relative: PurePosixPath) -> bool:
+    """Whether a name read from the file system (undecodable bytes become lone surrogates,
+    ``os.fsdecode``'s surrogateescape) is text UTF-8 can hold, as a document id must be."""
+    text = str(relative)
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _glob(root: Path, pattern: str) -> list[Path]:
+    """``root.rglob(pattern)`` with a bad pattern or an unreadable tree as a CorpusError."""
+    try:
+        return list(root.rglob(pattern))
+    except (ValueError, RecursionError) as err:  # "Invalid pattern", a pattern nested too deep
+        message = str(err) if isinstance(err, ValueError) else "nested too deeply"
+        raise CorpusError(
+            f"glob {pattern[:80]!r} cannot be used: {message}",
+            path=root,
+            hint="use a file pattern such as '*.md'",
+        ) from None
+    except OSError as err:
+        raise CorpusError(f"cannot list documents: {err.strerror or err}", path=root) from None
+
+
 def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
     real_root = root.resolve()
     seen: set[PurePosixPath] = set()
     for pattern in globs:
         if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
             raise CorpusError(f"glob {pattern!r} reaches outside the corpus root")
-        for path in sorted(root.rglob(pattern)):
+        for path in sorted(_glob(root, pattern)):
             relative = PurePosixPath(path.relative_to(root).as_posix())
             if relative in seen or _is_hidden(relative) or not path.is_file():
                 continue
+            if not _utf8_name(relative):
+                raise CorpusError(
+                    "file name is not valid UTF-8",
+                    path=path,
+                    hint="rename the file (document ids are UTF-8 text)",
+                )
             if not path.resolve().is_relative_to(real_root):
                 raise CorpusError(
                     "symbolic link leads outside the corpus root",
@@ -68,8 +102,13 @@ def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLO
     offset), two files with the same id, a link out of the root, or an empty corpus.
     """
     base = Path(root)
-    if not base.exists():
-        raise CorpusError("corpus directory does not exist", path=base)
+    try:
+        base.stat()
+    except FileNotFoundError:
+        raise CorpusError("corpus directory does not exist", path=base) from None
+    except (OSError, ValueError) as err:  # a name too long, a NUL byte, a link loop, no access
+        message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise CorpusError(f"cannot open the corpus directory: {message}", path=base) from None
     if not base.is_dir():
         raise CorpusError("corpus path is not a directory", path=base)
     documents: dict[str, Document] = {}

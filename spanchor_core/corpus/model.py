@@ -40,7 +40,17 @@ class Document:
                 hint="decode bytes to str first",
             )
         canonical = canonicalize(text)
-        return cls(document_id, canonical, sha256_text(canonical), path)
+        try:
+            digest = sha256_text(canonical)
+        except UnicodeEncodeError as err:  # only in-memory text can hold one: files are decoded
+            code = ord(err.object[err.start])
+            raise CorpusError(
+                f"document {document_id!r} holds a lone surrogate U+{code:04X} "
+                f"at character {err.start}, which UTF-8 cannot hold",
+                path=path,
+                hint="pass text decoded from UTF-8",
+            ) from None
+        return cls(document_id, canonical, digest, path)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -54,6 +64,14 @@ def document_id_for(relative: PurePosixPath) -> str:
 def _check_document_id(document_id: str) -> None:
     if not isinstance(document_id, str):
         raise CorpusError(f"a document id must be a string, got {document_id!r}")
+    if not document_id.isascii():
+        try:
+            document_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CorpusError(
+                f"document id {document_id!r} holds a lone surrogate, which UTF-8 cannot hold",
+                hint="use an id UTF-8 can hold",
+            ) from None
     parts = PurePosixPath(document_id).parts
     if not document_id or document_id.startswith("/") or ".." in parts or "\\" in document_id:
         raise CorpusError(

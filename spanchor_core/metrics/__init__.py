@@ -41,6 +41,7 @@ from spanchor_core.metrics.names import (
     check_k,
     check_min_overlap,
     metric_parts,
+    parse_cutoff,
     split_metric_name,
 )
 from spanchor_core.metrics.registry import DEFAULT_METRICS, Metric, MetricFunction
@@ -61,5 +62,6 @@ __all__ = [
     "metric_names",
     "metric_parts",
     "metric_plan",
+    "parse_cutoff",
     "split_metric_name",
 ]

@@ -9,13 +9,12 @@ a misspelt name is an :class:`~spanchor_core.errors.InputError` that suggests th
 from __future__ import annotations
 
 import difflib
-import re
 import reprlib
 from collections.abc import Mapping
 from typing import Final, Literal
 
 from spanchor_core.errors import InputError
-from spanchor_core.metrics import DEFAULT_METRICS
+from spanchor_core.metrics import DEFAULT_METRICS, parse_cutoff
 
 __all__ = ["Direction", "metric_direction"]
 
@@ -28,11 +27,6 @@ RUN_LEVEL_DIRECTIONS: Final[Mapping[str, Direction]] = {
 }
 MEAN_PREFIX: Final = "mean_"
 
-_CUTOFF: Final = re.compile(r"[1-9][0-9]{0,17}")
-"""A cutoff K as written after ``@``: ASCII digits, no leading zero, at most 18 digits (an
-int64). Checked before any ``int()``: ``int()`` accepts other scripts' digits, and refuses
-(with a bare ValueError) numbers of more than 4,300 digits."""
-
 _SHOWN = reprlib.Repr()
 _SHOWN.maxstring = 80
 _SHOWN.maxother = 80
@@ -44,11 +38,6 @@ def shown(value: object) -> str:
         return _SHOWN.repr(value)
     except ValueError:  # an int of more than 4,300 digits has no repr
         return f"<an integer of {value.bit_length() if isinstance(value, int) else '?'} bits>"
-
-
-def parse_cutoff(text: str) -> int | None:
-    """The K of ``"5"`` (from ``recall@5``); ``None`` unless it is a plain whole number >= 1."""
-    return int(text) if _CUTOFF.fullmatch(text) else None
 
 
 def _known_bases(custom: Mapping[str, Direction]) -> list[str]:

@@ -176,6 +176,12 @@ def _policy_from_mapping(data: Mapping[str, Any], where: Path | None, text: str 
         policy = Policy.model_validate(arguments)
     except ValidationError as err:
         raise _file_error(err, where, text, legacy) from None
+    except UnicodeEncodeError as err:  # pydantic cannot report a value UTF-8 cannot hold
+        raise EvaluationFileError(
+            f"holds a lone surrogate U+{ord(err.object[err.start]):04X}, which UTF-8 cannot hold",
+            path=where,
+            hint="write metric names and values as valid Unicode text",
+        ) from None
     if not policy.max_drop and not policy.aggregate:
         raise EvaluationFileError(
             "the policy gates no metric, so no change could ever fail",

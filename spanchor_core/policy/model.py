@@ -21,12 +21,12 @@ from pydantic import (
 )
 
 from spanchor_core.errors import InputError
+from spanchor_core.metrics import parse_cutoff
 from spanchor_core.policy.directions import (
     MEAN_PREFIX,
     Direction,
     is_unit_range,
     metric_direction,
-    parse_cutoff,
     shown,
 )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spanchor_core.corpus import load_corpus, sha256_text
+from spanchor_core.corpus import Corpus, load_corpus, sha256_text
 from spanchor_core.errors import CorpusError, InputError
 
 
@@ -79,3 +79,28 @@ def test_missing_and_empty_roots(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("x", encoding="utf-8")
     with pytest.raises(CorpusError, match="not a directory"):
         load_corpus(tmp_path / "f.txt")
+
+
+def test_odd_roots_and_globs_are_corpus_errors(tmp_path: Path) -> None:
+    # issue 12: an over-long name, a NUL byte or a bad pattern escaped as OSError/ValueError
+    (tmp_path / "a.md").write_text("text", encoding="utf-8")
+    for root in ("d" * 300, "a\0b", str(tmp_path / ("d" * 300))):
+        with pytest.raises(CorpusError, match="cannot open the corpus directory"):
+            load_corpus(root)
+    for pattern in ("*" * 300, "a/" * 3000):
+        with pytest.raises(CorpusError, match="cannot be used"):
+            load_corpus(tmp_path, globs=(pattern,))
+
+
+def test_a_file_name_that_is_not_utf8_is_a_corpus_error(tmp_path: Path) -> None:
+    (tmp_path / "ok.md").write_text("text", encoding="utf-8")
+    (tmp_path / os.fsdecode(b"bad\xff.md")).write_text("x", encoding="utf-8")
+    with pytest.raises(CorpusError, match="file name is not valid UTF-8"):
+        load_corpus(tmp_path)
+
+
+def test_in_memory_text_or_ids_with_lone_surrogates_are_corpus_errors() -> None:
+    with pytest.raises(CorpusError, match="lone surrogate U\\+D800 at character 1"):
+        Corpus.from_texts({"a": "x\ud800"})
+    with pytest.raises(CorpusError, match="lone surrogate"):
+        Corpus.from_texts({"\udcff": "x"})

@@ -9,6 +9,7 @@ import pytest
 from spanchor_core.errors import InputError
 from spanchor_core.metrics import (
     check_k,
+    check_min_overlap,
     compute_metrics,
     measure_coverage,
     metric_names,
@@ -47,3 +48,20 @@ def test_split_metric_name() -> None:
     assert split_metric_name("iou") == ("iou", None)
     with pytest.raises(InputError):
         split_metric_name("recall@x")
+
+
+@pytest.mark.parametrize(
+    "name", ["recall@\u00b2", "recall@\u0665", "recall@" + "9" * 4400, "recall@0", "recall@05"]
+)
+def test_split_metric_name_refuses_cutoffs_int_would_mishandle(name: str) -> None:
+    # issue 12: int() read "²" as a bare ValueError and refused 4,400 digits with one
+    with pytest.raises(InputError, match=r"needs a whole number of at least 1") as caught:
+        split_metric_name(name)
+    assert len(str(caught.value)) < 200  # the name is cut short, not quoted whole
+
+
+def test_check_k_and_min_overlap_refuse_absurd_numbers_as_input_errors() -> None:
+    with pytest.raises(InputError, match="K must be"):
+        check_k([-(10**4400)])  # an int without a repr
+    with pytest.raises(InputError, match="min_overlap"):
+        check_min_overlap(10**400)  # beyond any float: OverflowError before

@@ -418,3 +418,25 @@ def test_hostile_text_is_escaped(
     )
     assert improved is not None
     assert improved.group(1) == DELTA_COLOURS["improved"]
+
+
+def test_charts_of_non_finite_values_are_drawn_not_crashed() -> None:
+    # issue 12: a 1e400 metric (read as infinity) crashed --html in nice_ticks (OverflowError)
+    from spanchor_core.render.html.svg import curve_svg, delta_svg, nice_ticks
+    from spanchor_core.render.series import QueryDelta
+
+    inf, nan = float("inf"), float("nan")
+    assert nice_ticks(0.0, inf) == nice_ticks(0.0, 1.0)
+    assert nice_ticks(nan, 1.0) == nice_ticks(0.0, 1.0)
+    assert nice_ticks(-1e308, 1e308)[-1] <= 1e12
+    curve = curve_svg([("candidate", [(1, 0.5), (3, inf), (5, nan)])], "recall")
+    deltas = [
+        QueryDelta("q1", 0.0, inf, inf, "improved"),
+        QueryDelta("q2", 1.0, 0.0, -1.0, "regressed"),
+    ]
+    bars = delta_svg(deltas, "recall@5")
+    coordinate = r'\b(x|y|x1|x2|y1|y2|cx|cy|width|height|points)="[^"]*(inf|nan)'
+    for svg in (curve, bars):
+        assert svg.startswith("<svg")
+        assert svg.endswith("</svg>")
+        assert not re.search(coordinate, svg)

@@ -9,7 +9,7 @@ per mark (the browser shows it as a tooltip). The data comes from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from spanchor_core.gold import GoldSet
@@ -38,8 +38,14 @@ DELTA_LEGEND: Final = (
 """The legend of the delta bars: each :data:`DeltaKind` with what it means, in bar order."""
 
 
+_COORD_LIMIT: Final = 1e6
+"""Coordinates are clamped to this magnitude: a value no float arithmetic should produce for a
+chart (an infinite or absurd metric read from a file) still gives a valid SVG number."""
+
+
 def _num(value: float) -> str:
-    """An SVG coordinate: one decimal, no ``-0.0``."""
+    """An SVG coordinate: one decimal, no ``-0.0``, never ``nan`` or ``inf``."""
+    value = min(max(value, -_COORD_LIMIT), _COORD_LIMIT) if not math.isnan(value) else 0.0
     text = f"{value:.1f}"
     return "0.0" if text == "-0.0" else text
 
@@ -63,8 +69,16 @@ def _nice_step(span: float, target: int) -> float:
     return 10.0 * power
 
 
+def _finite(values: Iterable[float]) -> list[float]:
+    return [value for value in values if math.isfinite(value)]
+
+
 def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
-    """Round tick values covering ``[lo, hi]`` (which must not be empty)."""
+    """Round tick values covering ``[lo, hi]``; total: non-finite or reversed bounds give the
+    ticks of ``[0, 1]``, and bounds beyond +-1e12 are clamped there."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        lo, hi = 0.0, 1.0
+    lo, hi = max(lo, -1e12), min(hi, 1e12)
     step = _nice_step(hi - lo, target)
     first = math.floor(lo / step + 1e-9) * step
     last = math.ceil(hi / step - 1e-9) * step
@@ -149,7 +163,7 @@ def delta_svg(
     row_h, top, axis_h = 18.0, 6.0, 40.0
     bottom = top + row_h * len(rows)
     height = bottom + axis_h
-    values = [d.delta for d in deltas]
+    values = _finite(d.delta for d in deltas)
     lo, hi = min([0.0, *values]), max([0.0, *values])
     if hi - lo < 1e-12:
         lo, hi = -1.0, 1.0
@@ -157,7 +171,9 @@ def delta_svg(
     lo, hi = ticks[0], ticks[-1]
 
     def x(value: float) -> float:
-        return left + (value - lo) / (hi - lo) * (right - left)
+        if math.isnan(value):
+            value = 0.0
+        return left + (min(max(value, lo), hi) - lo) / (hi - lo) * (right - left)
 
     body: list[str] = []
     for i in range(0, len(rows), 2):  # zebra stripes guide the eye from label to bar
@@ -218,6 +234,7 @@ def curve_svg(
     """Mean ``metric@K`` against K (evenly spaced), one line per series, y from 0 to 1."""
     left, right, top, bottom = 46.0, width - 14.0, 12.0, height - 42.0
     ks = sorted({k for _, points in series for k, _ in points})
+    series = [(name, [(k, v) for k, v in points if math.isfinite(v)]) for name, points in series]
     values = [v for _, points in series for _, v in points]
     y_hi = 1.0 if not values or max(values) <= 1.0 else nice_ticks(0.0, max(values))[-1]
     y_ticks = nice_ticks(0.0, y_hi, 5)
