@@ -20,6 +20,7 @@ from typing import Literal
 
 from spanchor_core.compare import BAD_INPUT_FINDINGS, Comparison, compare
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
+from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
 from spanchor_core.errors import InputError, RunError
 from spanchor_core.evaluate import (
     Evaluation,
@@ -408,6 +409,8 @@ class GateOutcome:
     comparison: Comparison
     gold: GoldSet | None
     corpus: Corpus | None
+    diagnosis: RegressionDiagnosis | None = None
+    """Why each regressed query regressed (:mod:`spanchor_core.diagnosis`); None without any."""
 
     @property
     def unmapped_exceeded(self) -> bool:
@@ -471,4 +474,7 @@ def run_gate(
         seed=config.seed,
         max_unmapped_rate=config.max_unmapped_rate,
     )
-    return GateOutcome(baseline, candidate, comparison, gold, corpus)
+    diagnosis = (
+        diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
+    )
+    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis)

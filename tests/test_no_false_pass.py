@@ -103,3 +103,5 @@ def test_a_sound_gate_still_passes_and_fails(capsys: pytest.CaptureFixture[str])
     code, lines = _gate(capsys, BASE, CAND)
     assert code == 1
     assert lines[-1].startswith("FAIL")
+    # the gate says why: every one of the 14 regressed queries has a cause (issue 18)
+    assert "why: 14 regressed: 12 split, 2 dropped" in lines

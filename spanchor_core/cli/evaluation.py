@@ -18,6 +18,7 @@ from spanchor_core.cli.console import (
     progress_bars,
 )
 from spanchor_core.compare import Comparison, write_comparison
+from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import write_evaluation
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
 from spanchor_core.pipeline import (
@@ -37,6 +38,7 @@ from spanchor_core.render.terminal import (
     comparison_tables,
     comparison_verdict,
     coverage_line,
+    diagnosis_lines,
     evaluation_table,
     mapping_line,
     trust_lines,
@@ -131,7 +133,9 @@ def evaluate(
     raise typer.Exit(outcome.exit_code)
 
 
-def _print_comparison(comparison: Comparison, quiet: bool) -> None:
+def _print_comparison(
+    comparison: Comparison, quiet: bool, diagnosis: RegressionDiagnosis | None = None
+) -> None:
     console = out_console()
     # Whether the comparison can be trusted comes first: a CI log is read from the top.
     for line in trust_lines(comparison):
@@ -139,6 +143,9 @@ def _print_comparison(comparison: Comparison, quiet: bool) -> None:
     if not quiet:
         for table in comparison_tables(comparison):
             console.print(table)
+    if diagnosis is not None:
+        for line in diagnosis_lines(diagnosis):
+            console.print(line)
     for line in comparison_findings(comparison):
         console.print(line)
     console.print(comparison_verdict(comparison))
@@ -247,7 +254,7 @@ def compare_command(
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
-    _print_comparison(outcome.comparison, quiet)
+    _print_comparison(outcome.comparison, quiet, outcome.diagnosis)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -330,5 +337,5 @@ def gate(
         html=config.html,
         redact=config.redact,
     )
-    _print_comparison(outcome.comparison, quiet)
+    _print_comparison(outcome.comparison, quiet, outcome.diagnosis)
     raise typer.Exit(outcome.exit_code)

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from spanchor_core.compare import ChangeStatus, Comparison
+from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
 from spanchor_core.render.text import escape_control, metric_grid
@@ -166,4 +167,20 @@ def trust_lines(comparison: Comparison) -> list[str]:
     lines = [_shown(line) for line in coverage_lines(comparison)]
     for finding in comparison.untrusted:
         lines.append(f"[bold magenta]untrusted[/]: {_shown(finding.message)}")
+    return lines
+
+
+def diagnosis_lines(diagnosis: RegressionDiagnosis, limit: int = 10) -> list[str]:
+    """Why the regressed queries regressed: the summary, then one line per cause (escaped)."""
+    lines = [f"[bold]why[/]: {_shown(diagnosis.summary.line())}"]
+    if diagnosis.note:
+        lines.append(f"  {_shown(diagnosis.note)}")
+    shown = 0
+    for query_id, query in diagnosis.items():
+        for cause in query.causes:
+            if shown == limit:
+                lines.append(f"  … and more ({len(diagnosis)} queries diagnosed)")
+                return lines
+            lines.append(f"  {_shown(query_id)}: {_shown(cause.describe())}")
+            shown += 1
     return lines
