@@ -83,7 +83,8 @@ class GoldQuery:
             object.__setattr__(self, "tags", tuple(self.tags))
 
 
-def _canonical_question(text: str) -> str:
+def canonical_question(text: str) -> str:
+    """A question as query ids are resolved by: canonical text, outer whitespace stripped."""
     return canonicalize(text).strip()
 
 
@@ -129,7 +130,7 @@ class GoldSet(Mapping[str, GoldQuery]):
         for query in self.entries:
             by_id.setdefault(query.query_id, query)
         self._by_id = by_id
-        self._by_question: dict[str, GoldQuery] | None = None
+        self._by_question: dict[str, GoldQuery | None] | None = None
         self._sha256: str | None = None
 
     def __getitem__(self, query_id: str) -> GoldQuery:
@@ -207,13 +208,29 @@ class GoldSet(Mapping[str, GoldQuery]):
         return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def by_question(self, text: str) -> GoldQuery | None:
-        """The first query whose question equals ``text`` after canonicalising and stripping."""
+        """The query whose question equals ``text`` after canonicalising and stripping.
+
+        ``None`` when no query has it, and also when several do (LLM-generated gold sets often
+        repeat a question): a record found by such a text cannot tell which query it answered,
+        so it stays unresolved rather than being scored against the first one.
+        """
+        return self._question_index().get(canonical_question(text))
+
+    def duplicate_questions(self) -> dict[str, tuple[str, ...]]:
+        """Question texts (canonical) shared by several queries, with their query ids."""
+        ids: dict[str, list[str]] = {}
+        for query in self.entries:
+            ids.setdefault(canonical_question(query.question), []).append(query.query_id)
+        return {text: tuple(found) for text, found in ids.items() if len(found) > 1}
+
+    def _question_index(self) -> dict[str, GoldQuery | None]:
         if self._by_question is None:
-            index: dict[str, GoldQuery] = {}
+            index: dict[str, GoldQuery | None] = {}
             for query in self.entries:
-                index.setdefault(_canonical_question(query.question), query)
+                key = canonical_question(query.question)
+                index[key] = None if key in index else query
             self._by_question = index
-        return self._by_question.get(_canonical_question(text))
+        return self._by_question
 
 
 def query_to_json(query: GoldQuery) -> dict[str, Any]:
