@@ -143,7 +143,7 @@ def _print_comparison(
     if not quiet:
         for table in comparison_tables(comparison):
             console.print(table)
-    if diagnosis is not None:
+    if diagnosis is not None and not quiet:
         for line in diagnosis_lines(diagnosis):
             console.print(line)
     for line in comparison_findings(comparison):
