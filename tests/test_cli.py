@@ -156,7 +156,7 @@ def test_comparing_evaluations_of_different_k_is_bad_input(
     assert run_cli(capsys, "evaluate", DOCS, GOLD, GOOD, "--k", "5,10", "-o", str(cand))[0] == 0
     code, out, _ = run_cli(capsys, "compare", str(base), str(cand), "--max-recall-drop", "0.1")
     assert code == 2
-    assert "FAIL" in out
+    assert "INVALID" in out
 
 
 def test_policy_metric_absent_from_evaluations_is_bad_input(

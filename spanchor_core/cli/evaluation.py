@@ -42,7 +42,7 @@ from spanchor_core.render.terminal import (
     trust_lines,
 )
 from spanchor_core.render.text import escape_control
-from spanchor_core.settings import GateConfig, gate_config_from_pyproject
+from spanchor_core.settings import GateConfig, gate_config_from_pyproject, settings_file
 
 __all__ = ["compare_command", "evaluate", "gate"]
 
@@ -253,8 +253,14 @@ def compare_command(
 
 def gate(
     config_file: Annotated[
-        Path, typer.Option("--config", help="pyproject.toml holding \\[tool.spanchor].")
-    ] = Path("pyproject.toml"),
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="TOML file holding \\[tool.spanchor]. Default: spanchor.toml, else "
+            "pyproject.toml with that table, in the working directory or its parents.",
+        ),
+    ] = None,
     docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
     gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
     baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
@@ -303,6 +309,7 @@ def gate(
     spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
     --candidate runs/cand.jsonl
     """
+    config_file = settings_file(config_file)
     config = gate_config_from_pyproject(
         config_file,
         docs=docs,
