@@ -75,7 +75,8 @@ def add_anchor(
                 f"query {query_id!r} already exists with the question {existing.question!r}",
                 path=path,
                 line=existing.line,
-                hint="omit the question to add evidence to that query, or use a new query id",
+                hint="leave the question out (spanchor anchor add QID DOCS TEXT) to add evidence "
+                "to that query, or use a new query id",
             )
         if any(a.span == anchor.span for a in existing.anchors):
             raise AnchorError(

@@ -224,6 +224,13 @@ def compare_command(
         int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
     ] = None,
     glob: GlobOption = None,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-mismatch",
+            help="Score run files recorded against another corpus or gold-set version.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
@@ -238,6 +245,7 @@ def compare_command(
         k=parse_k(k),
         globs=globs(glob),
         seed=seed,
+        allow_mismatch=allow_mismatch,
     )
     # spanchor 0.x's flags gate recall@5 and precision@5, and win over the policy file
     chosen = policy_with_drops(
