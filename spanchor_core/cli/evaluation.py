@@ -52,7 +52,12 @@ def evaluate(
     gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
     run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
     k: Annotated[
-        str, typer.Option("--k", help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.")
+        str,
+        typer.Option(
+            "--k",
+            metavar="K,...",
+            help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.",
+        ),
     ] = DEFAULT_K_TEXT,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the evaluation JSON here.")
@@ -218,7 +223,7 @@ def compare_command(
         Path | None, typer.Option(help="Gold set, when BASELINE/CANDIDATE are run files.")
     ] = None,
     k: Annotated[
-        str, typer.Option("--k", help="Cutoffs used when evaluating run files.")
+        str, typer.Option("--k", metavar="K,...", help="Cutoffs used when evaluating run files.")
     ] = DEFAULT_K_TEXT,
     seed: Annotated[
         int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
@@ -274,7 +279,9 @@ def gate(
     baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
     candidate: Annotated[Path | None, typer.Option(help="Candidate run or evaluation.")] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy file.")] = None,
-    k: Annotated[str | None, typer.Option("--k", help="Cutoffs, e.g. 1,3,5,10.")] = None,
+    k: Annotated[
+        str | None, typer.Option("--k", metavar="K,...", help="Cutoffs, e.g. 1,3,5,10.")
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", "--json", help="Comparison JSON.")
     ] = None,
