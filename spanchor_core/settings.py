@@ -49,22 +49,38 @@ class SpanchorSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     docs: Path | None = None
+    """The directory of source documents."""
     gold: Path | None = None
+    """The gold set (JSONL)."""
     baseline: Path | None = None
+    """The baseline: a run file or an evaluation (``spanchor evaluate -o``)."""
     candidate: Path | None = None
+    """The candidate: a run file or an evaluation."""
     k: tuple[int, ...] = DEFAULT_K
+    """The cutoffs to score run files at."""
     min_overlap: float = Field(default=DEFAULT_MIN_OVERLAP, ge=0.0, le=1.0)
+    """Fraction of an anchor that must be covered for ``hit`` and ``full_evidence``."""
     globs: tuple[str, ...] = DEFAULT_GLOBS
+    """File patterns of the documents under ``docs``."""
     policy: Path | dict[str, Any] | None = None
+    """A policy file (JSON, TOML or pyproject.toml), or the policy itself as an inline table
+    (``[tool.spanchor.policy]``); none: the default policy."""
     max_unmapped_rate: float | None = Field(default=0.1, ge=0.0, le=1.0)
     """Exit 3 above this; 0.1 as for ``spanchor evaluate`` (spanchor 0.x's default)."""
     report: Path | None = None
+    """Write a Markdown report here."""
     json_output: Path | None = Field(default=None, alias="json")
+    """Write the comparison JSON here."""
     junit: Path | None = None
+    """Write JUnit XML here (one test case per query)."""
     html: Path | None = None
+    """Write a self-contained HTML report here."""
     redact: bool = False
+    """Leave questions and evidence text out of the reports."""
     seed: int | None = None
+    """Bootstrap seed; none: the policy's."""
     allow_mismatch: bool = False
+    """Score runs recorded against another corpus or gold-set version."""
     group: str = "auto"
     """How several records of one query are scored (:mod:`spanchor_core.grouping`): ``auto``,
     ``first``, ``union``, ``stage:NAME`` or ``source:NAME``."""
