@@ -37,6 +37,7 @@ from spanchor_core.render.terminal import (
     comparison_tables,
     comparison_verdict,
     coverage_line,
+    default_policy_line,
     evaluation_table,
     mapping_line,
     trust_lines,
@@ -136,8 +137,12 @@ def evaluate(
     raise typer.Exit(outcome.exit_code)
 
 
-def _print_comparison(comparison: Comparison, quiet: bool) -> None:
+def _print_comparison(comparison: Comparison, quiet: bool, *, policy_given: bool = True) -> None:
     console = out_console()
+    # A comparison without a policy gates by the default one: say which, before anything else.
+    applied = None if policy_given or quiet else default_policy_line(comparison.policy)
+    if applied is not None:
+        console.print(applied)
     # Whether the comparison can be trusted comes first: a CI log is read from the top.
     for line in trust_lines(comparison):
         console.print(line)
@@ -260,7 +265,7 @@ def compare_command(
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
-    _print_comparison(outcome.comparison, quiet)
+    _print_comparison(outcome.comparison, quiet, policy_given=chosen is not None)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -352,5 +357,5 @@ def gate(
         html=config.html,
         redact=config.redact,
     )
-    _print_comparison(outcome.comparison, quiet)
+    _print_comparison(outcome.comparison, quiet, policy_given=config.policy is not None)
     raise typer.Exit(outcome.exit_code)
