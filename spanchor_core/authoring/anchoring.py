@@ -62,7 +62,8 @@ def add_anchor(
             raise GoldError(
                 f"query {query_id!r} is new and needs a question",
                 path=path,
-                hint="give the question the evidence answers",
+                hint="give the question the evidence answers "
+                "(spanchor anchor add QID QUESTION DOCS TEXT)",
             )
         updated = GoldQuery(query_id, question, (anchor,))
         entries = [*gold.entries, updated]

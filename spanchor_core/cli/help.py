@@ -1,5 +1,6 @@
 """How every ``spanchor`` command presents itself: ``-h`` as well as ``--help``, flags shown
-without a ``<bool>`` type, arguments shown by their upper-case names in usage lines.
+without a ``<bool>`` type, arguments shown by their upper-case names in usage lines, variadic
+arguments by their metavar alone.
 
 typer 0.29 renders each option's type next to it (``--quiet <bool>``); :class:`SpanchorGroup`
 walks the command tree once, when typer builds it, and gives each flag an empty metavar.
@@ -21,6 +22,8 @@ def tidy_command(command: Any) -> None:
     """Give ``command`` and every command below it clean help: flags without a type, and
     arguments named in upper case (``DOCS`` rather than ``{docs}``)."""
     for param in command.params:
+        if param.param_type_name == "argument" and param.nargs != 1:
+            _tidy_variadic(param)
         if param.metavar is not None:
             continue
         if param.param_type_name == "option" and (param.is_flag or param.count):
@@ -30,6 +33,15 @@ def tidy_command(command: Any) -> None:
     _tidy_help_option(command)
     for sub in getattr(command, "commands", {}).values():
         tidy_command(sub)
+
+
+def _tidy_variadic(argument: Any) -> None:
+    # A variadic argument's metavar says what it takes (``[QUESTION] DOCS TEXT``): the usage
+    # line shows it as written, and the help shows no ``<list[str]>`` type next to it.
+    if argument.metavar is not None:
+        usage = argument.metavar
+        argument.get_usage_pieces = lambda ctx: [usage]
+    argument.display_type_rich = lambda ctx: None
 
 
 def _tidy_help_option(command: Any) -> None:
