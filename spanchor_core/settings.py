@@ -218,9 +218,11 @@ def _validated(
         problem = err.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "[tool.spanchor]"
         if file is None:
+            why = f"{where} is not set" if problem["type"] == "missing" else problem["msg"]
             raise EvaluationFileError(
-                f"{_searched(start)} ({where}: {problem['msg'].lower()})",
-                hint="create spanchor.toml with a [tool.spanchor] table, or pass --config",
+                f"{_searched(start)} ({why})",
+                hint="create spanchor.toml with a [tool.spanchor] table, pass --config FILE, "
+                "or give --baseline and --candidate",
             ) from None
         raise EvaluationFileError(
             f"[tool.spanchor] {where}: {problem['msg']}",
