@@ -323,8 +323,9 @@ def gate(
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
-    Every option can live in \\[tool.spanchor] of pyproject.toml, so that `spanchor gate`
-    alone is the CI step. Example:
+    Every option can live in \\[tool.spanchor] of pyproject.toml or of spanchor.toml, found in
+    the working directory or its parents, so that `spanchor gate` alone is the CI step
+    (keys: docs/REFERENCE.md). Example:
 
     spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
     --candidate runs/cand.jsonl
