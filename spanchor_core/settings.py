@@ -8,6 +8,7 @@ the same thing to both. Relative paths are relative to the directory of the file
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,12 +24,19 @@ from spanchor_core.policy import Policy, load_policy, policy_from_mapping
 from spanchor_core.policy.load import parse_toml
 
 __all__ = [
+    "SETTINGS_FILES",
     "GateConfig",
     "SpanchorSettings",
+    "find_settings_file",
     "gate_config_from_pyproject",
     "read_settings",
+    "settings_file",
+    "settings_keys",
     "settings_table",
 ]
+
+SETTINGS_FILES = ("spanchor.toml", "pyproject.toml")
+"""Where settings are looked for, in this order, in a directory and then in its parents."""
 
 
 class SpanchorSettings(BaseModel):
@@ -41,22 +49,38 @@ class SpanchorSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     docs: Path | None = None
+    """The directory of source documents."""
     gold: Path | None = None
+    """The gold set (JSONL)."""
     baseline: Path | None = None
+    """The baseline: a run file or an evaluation (``spanchor evaluate -o``)."""
     candidate: Path | None = None
+    """The candidate: a run file or an evaluation."""
     k: tuple[int, ...] = DEFAULT_K
+    """The cutoffs to score run files at."""
     min_overlap: float = Field(default=DEFAULT_MIN_OVERLAP, ge=0.0, le=1.0)
+    """Fraction of an anchor that must be covered for ``hit`` and ``full_evidence``."""
     globs: tuple[str, ...] = DEFAULT_GLOBS
+    """File patterns of the documents under ``docs``."""
     policy: Path | dict[str, Any] | None = None
+    """A policy file (JSON, TOML or pyproject.toml), or the policy itself as an inline table
+    (``[tool.spanchor.policy]``); none: the default policy."""
     max_unmapped_rate: float | None = Field(default=0.1, ge=0.0, le=1.0)
     """Exit 3 above this; 0.1 as for ``spanchor evaluate`` (spanchor 0.x's default)."""
     report: Path | None = None
+    """Write a Markdown report here."""
     json_output: Path | None = Field(default=None, alias="json")
+    """Write the comparison JSON here."""
     junit: Path | None = None
+    """Write JUnit XML here (one test case per query)."""
     html: Path | None = None
+    """Write a self-contained HTML report here."""
     redact: bool = False
+    """Leave questions and evidence text out of the reports."""
     seed: int | None = None
+    """Bootstrap seed; none: the policy's."""
     allow_mismatch: bool = False
+    """Score runs recorded against another corpus or gold-set version."""
     group: str = "auto"
     """How several records of one query are scored (:mod:`spanchor_core.grouping`): ``auto``,
     ``first``, ``union``, ``stage:NAME`` or ``source:NAME``."""
@@ -90,6 +114,11 @@ _PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit"
 _Settings = TypeVar("_Settings", bound=SpanchorSettings)
 
 
+def settings_keys() -> tuple[str, ...]:
+    """The keys a ``[tool.spanchor]`` table may hold, as they are written there."""
+    return tuple(field.alias or name for name, field in SpanchorSettings.model_fields.items())
+
+
 def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str, Any] | None:
     """The ``[tool.spanchor]`` table of ``path``, relative paths resolved against its directory.
 
@@ -118,30 +147,114 @@ def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str,
     return table
 
 
-def _validated(model: type[_Settings], file: Path, overrides: Mapping[str, Any]) -> _Settings:
-    merged = dict(settings_table(file) or {})
+def find_settings_file(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The settings file for ``start`` (default: the working directory), or ``None``.
+
+    In ``start`` and then in each parent: a ``spanchor.toml``, else a ``pyproject.toml`` that
+    has a ``[tool.spanchor]`` table; the first found wins.
+    """
+    here = Path.cwd() if start is None else Path(start)
+    for directory in (here, *here.parents):
+        own = directory / "spanchor.toml"
+        if own.exists():
+            return own
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and settings_table(pyproject) is not None:
+            return pyproject
+    return None
+
+
+def settings_file(
+    config: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] | None = None
+) -> Path | None:
+    """The file to read settings from: ``config`` when given (it must exist), else the one
+    :func:`find_settings_file` finds from ``start``, else ``None``."""
+    if config is None:
+        return find_settings_file(start)
+    file = Path(config)
+    if not file.exists():
+        raise EvaluationFileError(
+            "not found", path=file, hint="check the --config path, or leave it out to search"
+        )
+    return file
+
+
+def _searched(start: Path | None) -> str:
+    here = Path.cwd() if start is None else start
+    return (
+        f"no spanchor settings found: no spanchor.toml, and no pyproject.toml with a "
+        f"[tool.spanchor] table, in {here} or its parents"
+    )
+
+
+def _unknown_keys(table: Mapping[str, Any], file: Path) -> None:
+    known = settings_keys()
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            raise EvaluationFileError(f"[tool.spanchor] unknown key {key!r}", path=file, hint=hint)
+
+
+def _validated(
+    model: type[_Settings],
+    file: Path | None,
+    overrides: Mapping[str, Any],
+    *,
+    start: Path | None = None,
+) -> _Settings:
+    table = {} if file is None else settings_table(file)
+    if file is not None and table is None and file.name != "pyproject.toml" and file.exists():
+        raise EvaluationFileError(
+            "no [tool.spanchor] table", path=file, hint="put the settings under [tool.spanchor]"
+        )
+    merged = dict(table or {})
+    if file is not None:
+        _unknown_keys(merged, file)
     merged.update({key: value for key, value in overrides.items() if value is not None})
     try:
         return model.model_validate(merged)
     except ValidationError as err:
         problem = err.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "[tool.spanchor]"
+        if file is None:
+            why = f"{where} is not set" if problem["type"] == "missing" else problem["msg"]
+            raise EvaluationFileError(
+                f"{_searched(start)} ({why})",
+                hint="create spanchor.toml with a [tool.spanchor] table, pass --config FILE, "
+                "or give --baseline and --candidate",
+            ) from None
         raise EvaluationFileError(
             f"[tool.spanchor] {where}: {problem['msg']}",
             path=file,
-            hint="set it in [tool.spanchor] of pyproject.toml or pass it on the command line",
+            hint="set it in [tool.spanchor] of this file or pass it on the command line",
         ) from None
 
 
 def read_settings(
-    path: str | os.PathLike[str] = "pyproject.toml", **overrides: Any
+    path: str | os.PathLike[str] | None = "pyproject.toml", **overrides: Any
 ) -> SpanchorSettings:
-    """``[tool.spanchor]`` of ``path`` (defaults where absent); ``overrides`` (not None) win."""
-    return _validated(SpanchorSettings, Path(path), overrides)
+    """``[tool.spanchor]`` of ``path`` (defaults where absent); ``overrides`` (not None) win.
+
+    ``path=None`` reads no file: the defaults and the overrides only.
+    """
+    return _validated(SpanchorSettings, None if path is None else Path(path), overrides)
 
 
 def gate_config_from_pyproject(
-    path: str | os.PathLike[str] = "pyproject.toml", **overrides: Any
+    path: str | os.PathLike[str] | None = "pyproject.toml",
+    *,
+    start: str | os.PathLike[str] | None = None,
+    **overrides: Any,
 ) -> GateConfig:
-    """:func:`read_settings` for a gate: the baseline and the candidate must be named."""
-    return _validated(GateConfig, Path(path), overrides)
+    """:func:`read_settings` for a gate: the baseline and the candidate must be named.
+
+    ``path=None`` reads no file; a missing baseline or candidate is then reported as "no
+    settings found", naming where :func:`find_settings_file` looked from ``start``.
+    """
+    return _validated(
+        GateConfig,
+        None if path is None else Path(path),
+        overrides,
+        start=None if start is None else Path(start),
+    )

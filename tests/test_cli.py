@@ -267,3 +267,30 @@ def test_no_global_state_between_calls(capsys: pytest.CaptureFixture[str], tmp_p
         main(["--debug", "info", missing])
     assert main(["info", missing]) == 2  # the earlier --debug does not stick
     assert "spanchor: error:" in capsys.readouterr().err
+
+
+def test_compare_without_a_policy_says_which_it_applied(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run_cli(capsys, "compare", BASE, CAND, "--docs", DOCS, "--gold", GOLD)
+    assert code == 1
+    assert out.splitlines()[0] == "no policy given: recall@10 may not drop (default policy)"
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"max_drop": {"recall@5": 0.1}}', encoding="utf-8")
+    argv = ("compare", BASE, CAND, "--docs", DOCS, "--gold", GOLD, "--policy", str(policy))
+    assert "no policy given" not in run_cli(capsys, *argv)[1]
+    code, out, _ = run_cli(capsys, "compare", BASE, CAND, "--docs", DOCS, "--gold", GOLD, "-q")
+    assert "no policy given" not in out
+
+
+def test_gate_without_a_policy_says_which_it_applied(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ("gate", "--docs", DOCS, "--gold", GOLD, "--baseline", BASE, "--candidate", CAND)
+    out = run_cli(capsys, *argv)[1]
+    assert out.splitlines()[0] == "no policy given: recall@10 may not drop (default policy)"
+    assert (
+        "no policy given"
+        not in run_cli(capsys, "gate", "--config", str(QUICKSTART / "spanchor.toml"))[1]
+    )

@@ -488,17 +488,13 @@ def test_validate_reports_every_problem_sorted_by_line(tmp_path: Path, corpus: C
     assert [(p.line, p.query_id, p.code, p.anchor) for p in problems] == [
         (3, "q1", "duplicate_query_id", None),
         (3, "q1", "empty_question", None),
-        # every line of this file asks _line's default question: q3, q4 and "" repeat q1's
-        (4, "q3", "duplicate_question", None),
         (4, "q3", "no_anchors", None),
-        (5, "q4", "duplicate_question", None),
         (5, "q4", "unknown_document", 0),
         (5, "q4", "negative_offset", 1),
         (5, "q4", "inverted_span", 2),
         (5, "q4", "empty_span", 3),
         (5, "q4", "out_of_bounds", 4),
         (5, "q4", "hash_mismatch", 5),
-        (6, "", "duplicate_question", None),
         (6, "", "empty_query_id", None),
     ]
     by_code = {p.code: p for p in problems}
@@ -536,9 +532,9 @@ def test_duplicate_questions_are_reported_and_never_resolve_a_record(corpus: Cor
             GoldQuery("q3", "Something else?", (anchor,)),
         ]
     )
-    (problem,) = validate_gold(gold, corpus)
-    assert (problem.query_id, problem.code) == ("q2", "duplicate_question")
-    assert "'q1'" in problem.message
+    assert (
+        validate_gold(gold, corpus) == []
+    )  # a warning (spanchor validate prints it), not an error
     assert gold.duplicate_questions() == {"What is it?": ("q1", "q2")}
     # a record that names only the text cannot say which of the two it answered
     assert gold.by_question("What is it?") is None

@@ -5,6 +5,8 @@ The library functions behind the authoring commands of the CLI, one module each:
 * :mod:`.occurrences` — :func:`locate_text`: where does this text occur? (``spanchor locate``)
 * :mod:`.anchoring` — :func:`add_anchor`: append one verified anchor to a gold file
   (``spanchor anchor add``)
+* :mod:`.removal` — :func:`remove_anchor` / :func:`remove_query`: take an anchor or a query
+  out of a gold file (``spanchor anchor remove`` / ``spanchor query remove``)
 * :mod:`.corpus_check` (with :mod:`.hash_search`) — :func:`check_corpus` / :func:`fix_gold`:
   which anchors an edited corpus broke, where their text went, and the gold set with moved
   anchors rewritten (``spanchor check-corpus``)
@@ -41,6 +43,7 @@ from spanchor_core.authoring.corpus_check import (
 from spanchor_core.authoring.occurrences import Occurrence, locate_text
 from spanchor_core.authoring.promotion import PromotionReport, promote_candidates
 from spanchor_core.authoring.proposing import propose_candidates
+from spanchor_core.authoring.removal import RemovedAnchor, remove_anchor, remove_query
 from spanchor_core.authoring.review import review_candidate
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "CorpusCheck",
     "Occurrence",
     "PromotionReport",
+    "RemovedAnchor",
     "add_anchor",
     "check_corpus",
     "fix_gold",
@@ -62,6 +66,8 @@ __all__ = [
     "promote_candidates",
     "propose_candidates",
     "read_candidates",
+    "remove_anchor",
+    "remove_query",
     "review_candidate",
     "write_candidates",
 ]

@@ -62,7 +62,8 @@ def add_anchor(
             raise GoldError(
                 f"query {query_id!r} is new and needs a question",
                 path=path,
-                hint="give the question the evidence answers",
+                hint="give the question the evidence answers "
+                "(spanchor anchor add QID QUESTION DOCS TEXT)",
             )
         updated = GoldQuery(query_id, question, (anchor,))
         entries = [*gold.entries, updated]
@@ -75,7 +76,8 @@ def add_anchor(
                 f"query {query_id!r} already exists with the question {existing.question!r}",
                 path=path,
                 line=existing.line,
-                hint="omit the question to add evidence to that query, or use a new query id",
+                hint="leave the question out (spanchor anchor add QID DOCS TEXT) to add evidence "
+                "to that query, or use a new query id",
             )
         if any(a.span == anchor.span for a in existing.anchors):
             raise AnchorError(

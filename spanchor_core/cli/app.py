@@ -14,7 +14,14 @@ import typer
 
 from spanchor_core._version import __version__
 from spanchor_core.cli import authoring, corpus, evaluation
-from spanchor_core.cli.errors import error_exit_code, exit_status, wants_debug
+from spanchor_core.cli.errors import (
+    error_exit_code,
+    exit_status,
+    is_usage_error,
+    usage_error_exit_code,
+    wants_debug,
+)
+from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
 from spanchor_core.exit_codes import ExitCode
 
@@ -26,6 +33,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=SpanchorGroup,
+    context_settings=CONTEXT_SETTINGS,
 )
 
 
@@ -52,25 +61,29 @@ app.command("compare")(evaluation.compare_command)
 app.command()(evaluation.gate)
 app.command()(authoring.locate)
 app.add_typer(authoring.anchor_app, name="anchor")
+app.add_typer(authoring.query_app, name="query")
 app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app and turn spanchor errors into one line and an exit code.
+    """Entry point: run the app and turn what escapes it into one line and an exit code.
 
-    Usage errors are click's own (exit 2 with the usage line); input errors raised by the
-    library are printed as ``spanchor: error: path:line: message`` and also exit 2.
+    A usage error (unknown option, missing argument, bad value) prints
+    ``spanchor: usage error: ...; see spanchor CMD --help``; input errors raised by the
+    library print ``spanchor: error: path:line: message``; both exit 2.
     """
     args = sys.argv[1:] if argv is None else argv
     debug = wants_debug(args)
     try:
-        app(args=args, standalone_mode=True)
+        result = app(args=args, prog_name="spanchor", standalone_mode=False)
     except SystemExit as done:
         return exit_status(done)
     except Exception as err:
+        if is_usage_error(err):
+            return usage_error_exit_code(err)
         if debug:
             raise
         return error_exit_code(err)
-    return ExitCode.PASS
+    return result if isinstance(result, int) else ExitCode.PASS

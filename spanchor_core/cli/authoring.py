@@ -1,5 +1,5 @@
-"""Commands for authoring gold sets: ``locate``, ``anchor add``, ``check-corpus`` and
-``gold extract / review / promote``."""
+"""Commands for authoring gold sets: ``locate``, ``anchor add / remove``, ``query remove``,
+``check-corpus`` and ``gold extract / review / promote``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from spanchor_core.authoring import (
     locate_text,
     promote_candidates,
     propose_candidates,
+    remove_anchor,
+    remove_query,
     review_candidate,
     write_candidates,
 )
@@ -24,7 +26,7 @@ from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
 from spanchor_core.render.text import escape_control
 
-__all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate"]
+__all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate", "query_app"]
 
 
 def locate(
@@ -79,15 +81,25 @@ def locate(
 anchor_app = typer.Typer(help="Author anchors in a gold set.", no_args_is_help=True)
 
 
+_GoldOption = Annotated[Path, typer.Option("--gold", metavar="FILE", help="The gold file.")]
+
+
 @anchor_app.command("add")
 def anchor_add(
     query_id: Annotated[str, typer.Argument(help="Query id (new, or existing to add evidence).")],
-    question: Annotated[str, typer.Argument(help="The question (must match an existing one).")],
-    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
-    text: Annotated[str, typer.Argument(help="The evidence text, exactly as in the document.")],
-    gold: Annotated[Path, typer.Option("--gold", help="Gold file to append to.")] = Path(
-        "gold.jsonl"
-    ),
+    rest: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[QUESTION] DOCS TEXT",
+            help="The question (needed for a new query id; for an existing one it may be left "
+            "out, or must match), the directory of source documents, and the evidence text "
+            "exactly as in the document.",
+            show_default=False,
+        ),
+    ],
+    gold: Annotated[
+        Path, typer.Option("--gold", metavar="FILE", help="Gold file to append to.")
+    ] = Path("gold.jsonl"),
     occurrence: Annotated[
         int | None,
         typer.Option(help="Which occurrence (1-based, document id then offset order)."),
@@ -99,8 +111,16 @@ def anchor_add(
 ) -> None:
     """Append a validated anchor to a gold file (atomically), for a new or an existing query.
 
-    Example: spanchor anchor add q9 "How long is the warranty?" docs/ "two-year warranty"
+    Examples: spanchor anchor add q9 "How long is the warranty?" docs/ "two-year warranty"
+    (a new query), spanchor anchor add q9 docs/ "parts and labour" (more evidence for q9).
     """
+    if len(rest) not in (2, 3):
+        raise typer.BadParameter(
+            f"expected [QUESTION] DOCS TEXT after the query id, got {len(rest)} argument(s)",
+            param_hint="'[QUESTION] DOCS TEXT'",
+        )
+    question = rest[0] if len(rest) == 3 else None
+    docs, text = Path(rest[-2]), rest[-1]
     query = add_anchor(
         gold,
         load_docs(docs, glob),
@@ -116,6 +136,57 @@ def anchor_add(
             f"{query.query_id}: anchor {new.document_id} [{new.start}, {new.end}) sha256 "
             f"{new.hash} -> {gold} ({len(query.anchors)} anchor(s))"
         ),
+        markup=False,
+    )
+
+
+@anchor_app.command("remove")
+def anchor_remove(
+    query_id: Annotated[str, typer.Argument(help="The query whose anchor to remove.")],
+    gold: _GoldOption = Path("gold.jsonl"),
+    index: Annotated[
+        int | None,
+        typer.Option(
+            "--index", metavar="N", help="The query's N-th anchor (numbered from 1, file order)."
+        ),
+    ] = None,
+    text: Annotated[
+        str | None,
+        typer.Option("--text", metavar="TEXT", help="The anchor whose text this is."),
+    ] = None,
+) -> None:
+    """Remove one anchor of a query from the gold file (atomically).
+
+    Name the anchor with --index N or --text TEXT. A query keeps at least one anchor: to drop
+    its last one, remove the query (spanchor query remove). Example:
+    spanchor anchor remove q9 --gold gold.jsonl --index 2
+    """
+    done = remove_anchor(gold, query_id, index=index, text=text)
+    gone = done.anchor
+    out_console().print(
+        escape_control(
+            f"{query_id}: removed anchor {gone.document_id} [{gone.start}, {gone.end}) "
+            f"-> {gold} ({len(done.query.anchors)} anchor(s) left)"
+        ),
+        markup=False,
+    )
+
+
+query_app = typer.Typer(help="Edit the queries of a gold set.", no_args_is_help=True)
+
+
+@query_app.command("remove")
+def query_remove(
+    query_id: Annotated[str, typer.Argument(help="The query to remove.")],
+    gold: _GoldOption = Path("gold.jsonl"),
+) -> None:
+    """Remove a query and all its anchors from the gold file (atomically).
+
+    Example: spanchor query remove q9 --gold gold.jsonl
+    """
+    query = remove_query(gold, query_id)
+    out_console().print(
+        escape_control(f"{query.query_id}: removed with {len(query.anchors)} anchor(s) -> {gold}"),
         markup=False,
     )
 

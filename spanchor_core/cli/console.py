@@ -39,7 +39,11 @@ DEFAULT_K_TEXT = ",".join(map(str, DEFAULT_K))
 
 GlobOption = Annotated[
     list[str] | None,
-    typer.Option("--glob", help="File pattern under DOCS (repeatable). Default: *.txt and *.md."),
+    typer.Option(
+        "--glob",
+        metavar="PATTERN",
+        help="File pattern under DOCS (repeatable). Default: *.txt and *.md.",
+    ),
 ]
 
 

@@ -81,6 +81,15 @@ def validate(
                 escape_control(f"{where}{problem.query_id}: {problem.message} [{problem.code}]"),
                 markup=False,
             )
+        for text, ids in gold_set.duplicate_questions().items():
+            err.print(
+                escape_control(
+                    f"{gold}: warning: {len(ids)} queries ask the same question "
+                    f"({', '.join(ids)}): {text[:60]!r}; records that carry no query id "
+                    "cannot be told apart and stay unresolved [duplicate_question]"
+                ),
+                markup=False,
+            )
         if problems:
             err.print(f"{len(problems)} problem(s) in {gold}", markup=False)
         else:

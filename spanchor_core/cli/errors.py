@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
+
+import typer
 
 from spanchor_core.errors import SpanchorError
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.render.text import escape_control
 
-__all__ = ["error_exit_code", "exit_status", "wants_debug"]
+__all__ = [
+    "error_exit_code",
+    "exit_status",
+    "is_usage_error",
+    "usage_error_exit_code",
+    "wants_debug",
+]
 
-_ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h"})
 
 
 def wants_debug(args: Sequence[str]) -> bool:
@@ -48,3 +57,32 @@ def error_exit_code(err: Exception) -> ExitCode:
             file=sys.stderr,
         )
     return ExitCode.BAD_INPUT
+
+
+def is_usage_error(err: Exception) -> bool:
+    """Whether ``err`` is the command line's own complaint (typer's usage errors, an abort)."""
+    return isinstance(err, (typer.TyperException, typer.Abort))
+
+
+def usage_error_exit_code(err: Exception) -> int:
+    """Print a usage error as one line on stderr and return its exit code (2).
+
+    Running a group with no arguments is not an error: its help is printed, as typer does.
+    """
+    if isinstance(err, typer.Abort):
+        print("spanchor: aborted", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    ctx: Any = getattr(err, "ctx", None)
+    if type(err).__name__ == "NoArgsIsHelpError":  # typer keeps this class private
+        getattr(err, "show")()  # noqa: B009 - the help, on stderr, as typer prints it
+        return ExitCode.BAD_INPUT
+    if not isinstance(err, typer.TyperException):
+        return error_exit_code(err)
+    message = " ".join(err.format_message().split()).rstrip(".")
+    command = ctx.command_path if ctx is not None else "spanchor"
+    print(
+        f"spanchor: usage error: {escape_control(message)}; see {command} --help",
+        file=sys.stderr,
+    )
+    code = getattr(err, "exit_code", ExitCode.BAD_INPUT)
+    return code if isinstance(code, int) else ExitCode.BAD_INPUT

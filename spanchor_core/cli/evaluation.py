@@ -38,13 +38,14 @@ from spanchor_core.render.terminal import (
     comparison_tables,
     comparison_verdict,
     coverage_line,
+    default_policy_line,
     diagnosis_lines,
     evaluation_table,
     mapping_line,
     trust_lines,
 )
 from spanchor_core.render.text import escape_control
-from spanchor_core.settings import GateConfig, gate_config_from_pyproject
+from spanchor_core.settings import GateConfig, gate_config_from_pyproject, settings_file
 
 __all__ = ["compare_command", "evaluate", "gate"]
 
@@ -54,7 +55,12 @@ def evaluate(
     gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
     run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
     k: Annotated[
-        str, typer.Option("--k", help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.")
+        str,
+        typer.Option(
+            "--k",
+            metavar="K,...",
+            help="Cutoff(s): one K or a comma-separated list, e.g. 1,3,5,10.",
+        ),
     ] = DEFAULT_K_TEXT,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the evaluation JSON here.")
@@ -134,9 +140,17 @@ def evaluate(
 
 
 def _print_comparison(
-    comparison: Comparison, quiet: bool, diagnosis: RegressionDiagnosis | None = None
+    comparison: Comparison,
+    quiet: bool,
+    diagnosis: RegressionDiagnosis | None = None,
+    *,
+    policy_given: bool = True,
 ) -> None:
     console = out_console()
+    # A comparison without a policy gates by the default one: say which, before anything else.
+    applied = None if policy_given or quiet else default_policy_line(comparison.policy)
+    if applied is not None:
+        console.print(applied)
     # Whether the comparison can be trusted comes first: a CI log is read from the top.
     for line in trust_lines(comparison):
         console.print(line)
@@ -225,12 +239,19 @@ def compare_command(
         Path | None, typer.Option(help="Gold set, when BASELINE/CANDIDATE are run files.")
     ] = None,
     k: Annotated[
-        str, typer.Option("--k", help="Cutoffs used when evaluating run files.")
+        str, typer.Option("--k", metavar="K,...", help="Cutoffs used when evaluating run files.")
     ] = DEFAULT_K_TEXT,
     seed: Annotated[
         int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
     ] = None,
     glob: GlobOption = None,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-mismatch",
+            help="Score run files recorded against another corpus or gold-set version.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
@@ -245,6 +266,7 @@ def compare_command(
         k=parse_k(k),
         globs=globs(glob),
         seed=seed,
+        allow_mismatch=allow_mismatch,
     )
     # spanchor 0.x's flags gate recall@5 and precision@5, and win over the policy file
     chosen = policy_with_drops(
@@ -254,20 +276,28 @@ def compare_command(
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
-    _print_comparison(outcome.comparison, quiet, outcome.diagnosis)
+    _print_comparison(outcome.comparison, quiet, outcome.diagnosis, policy_given=chosen is not None)
     raise typer.Exit(outcome.exit_code)
 
 
 def gate(
     config_file: Annotated[
-        Path, typer.Option("--config", help="pyproject.toml holding \\[tool.spanchor].")
-    ] = Path("pyproject.toml"),
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="TOML file holding \\[tool.spanchor]. Default: spanchor.toml, else "
+            "pyproject.toml with that table, in the working directory or its parents.",
+        ),
+    ] = None,
     docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
     gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
     baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
     candidate: Annotated[Path | None, typer.Option(help="Candidate run or evaluation.")] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy file.")] = None,
-    k: Annotated[str | None, typer.Option("--k", help="Cutoffs, e.g. 1,3,5,10.")] = None,
+    k: Annotated[
+        str | None, typer.Option("--k", metavar="K,...", help="Cutoffs, e.g. 1,3,5,10.")
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", "--json", help="Comparison JSON.")
     ] = None,
@@ -304,12 +334,14 @@ def gate(
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
-    Every option can live in \\[tool.spanchor] of pyproject.toml, so that `spanchor gate`
-    alone is the CI step. Example:
+    Every option can live in \\[tool.spanchor] of pyproject.toml or of spanchor.toml, found in
+    the working directory or its parents, so that `spanchor gate` alone is the CI step
+    (keys: docs/REFERENCE.md). Example:
 
     spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
     --candidate runs/cand.jsonl
     """
+    config_file = settings_file(config_file)
     config = gate_config_from_pyproject(
         config_file,
         docs=docs,
@@ -337,5 +369,7 @@ def gate(
         html=config.html,
         redact=config.redact,
     )
-    _print_comparison(outcome.comparison, quiet, outcome.diagnosis)
+    _print_comparison(
+        outcome.comparison, quiet, outcome.diagnosis, policy_given=config.policy is not None
+    )
     raise typer.Exit(outcome.exit_code)

@@ -11,15 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from spanchor_core.corpus import Corpus, sha256_text
-from spanchor_core.gold.model import Anchor, GoldQuery, GoldSet, canonical_question
+from spanchor_core.gold.model import Anchor, GoldQuery, GoldSet
 
 __all__ = ["PROBLEM_CODES", "GoldProblem", "preview", "validate_gold"]
 
 PROBLEM_CODES: dict[str, str] = {
     "empty_gold_set": "the gold set has no queries, so nothing can be scored",
     "duplicate_query_id": "a query id used on an earlier line (the mapping keeps the first)",
-    "duplicate_question": "a question asked by an earlier query too: records that carry only "
-    "the question text cannot be told apart (give them query ids)",
     "empty_query_id": "the query id is empty",
     "empty_question": "the question is empty or only whitespace",
     "no_anchors": "the query has no anchors, so no retrieval can be scored against it",
@@ -120,22 +118,7 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
         found.append((key, GoldProblem(line, query.query_id, code, message, anchor)))
 
     first_line: dict[str, int | None] = {}
-    first_asked: dict[str, GoldQuery] = {}
     for index, query in enumerate(gold.entries):
-        asked = canonical_question(query.question)
-        if asked and asked in first_asked and first_asked[asked].query_id != query.query_id:
-            earlier_query = first_asked[asked]
-            where = f"line {earlier_query.line}" if earlier_query.line is not None else "earlier"
-            add(
-                index,
-                query,
-                "duplicate_question",
-                f"the same question as {earlier_query.query_id!r} ({where}); records that name "
-                "no query id cannot be told apart",
-                None,
-            )
-        elif asked:
-            first_asked[asked] = query
         if query.query_id in first_line:
             earlier = first_line[query.query_id]
             at = f"line {earlier}" if earlier is not None else "an earlier entry"

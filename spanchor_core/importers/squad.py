@@ -299,7 +299,8 @@ def write_squad_documents(
                     raise CorpusError(
                         "file exists with other content",
                         path=target,
-                        hint="write into an empty directory, or pass overwrite",
+                        hint="write into an empty directory, or pass --overwrite "
+                        "(overwrite=True in Python)",
                     )
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)

@@ -16,6 +16,7 @@ from spanchor_core.compare import ChangeStatus, Comparison
 from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
+from spanchor_core.policy import Policy
 from spanchor_core.render.text import escape_control, metric_grid
 from spanchor_core.render.wording import coverage_lines
 
@@ -24,6 +25,7 @@ __all__ = [
     "comparison_tables",
     "comparison_verdict",
     "coverage_line",
+    "default_policy_line",
     "evaluation_table",
     "mapping_line",
 ]
@@ -32,6 +34,25 @@ __all__ = [
 def _shown(text: str) -> str:
     """Input text safe inside rich markup on one terminal line."""
     return escape(escape_control(text))
+
+
+def default_policy_line(policy: Policy) -> str | None:
+    """The one line saying which policy a comparison applied when none was given (rich markup
+    escaped), e.g. ``no policy given: recall@10 may not drop (default policy)``; ``None`` when
+    the policy gates nothing (the comparison then says why itself)."""
+    limits = [
+        f"{name} may not drop" if drop == 0 else f"{name} may drop by at most {drop:g}"
+        for name, drop in sorted(policy.max_drop.items())
+    ]
+    limits += [
+        f"mean {name} may not drop"
+        if gate.max_drop == 0
+        else f"mean {name} may drop by at most {gate.max_drop:g}"
+        for name, gate in sorted(policy.aggregate.items())
+    ]
+    if not limits:
+        return None
+    return _shown(f"no policy given: {', '.join(limits)} (default policy)")
 
 
 def evaluation_table(evaluation: Evaluation) -> Table:

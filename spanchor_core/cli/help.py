@@ -1,0 +1,65 @@
+"""How every ``spanchor`` command presents itself: ``-h`` as well as ``--help``, flags shown
+without a ``<bool>`` type, arguments shown by their upper-case names in usage lines, variadic
+arguments by their metavar alone.
+
+typer 0.29 renders each option's type next to it (``--quiet <bool>``); :class:`SpanchorGroup`
+walks the command tree once, when typer builds it, and gives each flag an empty metavar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typer.core import TyperGroup
+
+__all__ = ["CONTEXT_SETTINGS", "SpanchorGroup", "tidy_command"]
+
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+"""The root's context settings; every subcommand's context inherits its help options."""
+
+
+def tidy_command(command: Any) -> None:
+    """Give ``command`` and every command below it clean help: flags without a type, and
+    arguments named in upper case (``DOCS`` rather than ``{docs}``)."""
+    for param in command.params:
+        if param.param_type_name == "argument" and param.nargs != 1:
+            _tidy_variadic(param)
+        if param.metavar is not None:
+            continue
+        if param.param_type_name == "option" and (param.is_flag or param.count):
+            param.metavar = ""
+        elif param.param_type_name == "argument" and param.name:
+            param.metavar = param.name.upper()
+    _tidy_help_option(command)
+    for sub in getattr(command, "commands", {}).values():
+        tidy_command(sub)
+
+
+def _tidy_variadic(argument: Any) -> None:
+    # A variadic argument's metavar says what it takes (``[QUESTION] DOCS TEXT``): the usage
+    # line shows it as written, and the help shows no ``<list[str]>`` type next to it.
+    if argument.metavar is not None:
+        usage = argument.metavar
+        argument.get_usage_pieces = lambda ctx: [usage]
+    argument.display_type_rich = lambda ctx: None
+
+
+def _tidy_help_option(command: Any) -> None:
+    # the help option is made lazily, per command, from the context's help option names
+    made = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = made(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+
+
+class SpanchorGroup(TyperGroup):
+    """The root command group: tidies the help of every command it holds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tidy_command(self)

@@ -1,0 +1,147 @@
+"""Gold editing from the command line: ``anchor add`` by query id alone, ``anchor remove``,
+``query remove``; each result read back through the library."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanchor_core import load_corpus, read_gold, validate_gold
+from spanchor_core.authoring import remove_anchor, remove_query
+from spanchor_core.cli import main
+from spanchor_core.errors import AnchorError, GoldError
+
+DOCS = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "docs"
+QUESTION = "How long is the warranty?"
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    return tmp_path / "docs"
+
+
+@pytest.fixture
+def gold(docs: Path, tmp_path: Path) -> Path:
+    """q1 with two anchors (the second added by id alone), q2 with one."""
+    path = tmp_path / "gold.jsonl"
+    add = ["anchor", "add", "--gold", str(path)]
+    assert main([*add, "q1", QUESTION, str(docs), "two-year warranty"]) == 0
+    assert main([*add, "q1", str(docs), "full refund"]) == 0
+    assert main([*add, "q2", "What is refunded?", str(docs), "full refund"]) == 0
+    return path
+
+
+def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_anchor_add_by_id_alone_keeps_the_question(gold: Path, docs: Path) -> None:
+    queries = read_gold(gold)
+    assert queries["q1"].question == QUESTION
+    assert len(queries["q1"].anchors) == 2
+    assert validate_gold(queries, load_corpus(docs)) == []
+
+
+def test_anchor_add_of_a_new_id_without_a_question_says_how(
+    gold: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["anchor", "add", "q9", str(docs), "full refund", "--gold", str(gold)]) == 2
+    line = _one_error(capsys)
+    assert "is new and needs a question" in line
+    assert "spanchor anchor add QID QUESTION DOCS TEXT" in line
+
+
+def test_anchor_add_with_a_wrong_number_of_arguments_is_a_usage_error(
+    docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["anchor", "add", "q1", str(docs)]) == 2
+    assert _one_error(capsys).startswith("spanchor: usage error: ")
+    assert main(["anchor", "add", "q1", "a", "b", "c", "d"]) == 2
+    assert "got 4 argument(s)" in _one_error(capsys)
+
+
+def test_anchor_remove_by_index_and_by_text(
+    gold: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = read_gold(gold)["q1"].anchors
+    assert main(["anchor", "remove", "q1", "--gold", str(gold), "--index", "2"]) == 0
+    assert "1 anchor(s) left" in capsys.readouterr().out
+    assert read_gold(gold)["q1"].anchors == before[:1]
+    assert main(["anchor", "add", "q1", str(docs), "full refund", "--gold", str(gold)]) == 0
+    assert main(["anchor", "remove", "q1", "--gold", str(gold), "--text", "two-year warranty"]) == 0
+    assert read_gold(gold)["q1"].anchors == before[1:]
+    assert read_gold(gold)["q1"].question == QUESTION
+    assert validate_gold(read_gold(gold), load_corpus(docs)) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["q1"], "has 2 anchors; choose one with --index N"),
+        (["q1", "--index", "3"], "has no anchor 3 (it has 2)"),
+        (["q1", "--text", "not there"], "has no anchor with this text"),
+        (["q1", "--index", "1", "--text", "x"], "give --index or --text, not both"),
+        (["q2"], "only anchor of query 'q2'; remove the query instead: spanchor query remove q2"),
+        (["q11"], "no query 'q11' in the gold set; did you mean 'q1'?"),
+    ],
+)
+def test_anchor_remove_refusals_are_one_line_and_change_nothing(
+    gold: Path, argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = gold.read_bytes()
+    capsys.readouterr()
+    assert main(["anchor", "remove", *argv, "--gold", str(gold)]) == 2
+    assert fragment in _one_error(capsys)
+    assert gold.read_bytes() == before
+
+
+def test_query_remove(gold: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["query", "remove", "q1", "--gold", str(gold)]) == 0
+    assert "q1: removed with 2 anchor(s)" in capsys.readouterr().out
+    assert list(read_gold(gold)) == ["q2"]
+    assert main(["query", "remove", "q1", "--gold", str(gold)]) == 2
+    assert "no query 'q1'" in _one_error(capsys)
+
+
+def test_a_missing_gold_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["query", "remove", "q1", "--gold", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl" in _one_error(capsys)
+
+
+def test_the_library_functions_raise_the_project_errors(gold: Path) -> None:
+    with pytest.raises(AnchorError):
+        remove_anchor(gold, "q1")
+    with pytest.raises(GoldError):
+        remove_query(gold, "nope")
+    removed = remove_anchor(gold, "q1", index=1)
+    assert removed.anchor.document_id == "warranty"
+    assert len(removed.query.anchors) == 1
+    assert remove_query(gold, "q2").query_id == "q2"
+
+
+def test_validate_warns_about_duplicate_questions_without_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spanchor_core.corpus import Corpus
+    from spanchor_core.gold import GoldQuery, GoldSet, anchor_from_text, write_gold
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The kettle boils water.\n", encoding="utf-8")
+    corpus = Corpus.from_texts({"a": "The kettle boils water.\n"})
+    anchor = anchor_from_text(corpus, "boils water")
+    gold = tmp_path / "gold.jsonl"
+    write_gold(GoldSet([GoldQuery("q1", "What boils?", (anchor,)),
+                        GoldQuery("q2", "What boils?", (anchor,))]), gold)  # fmt: skip
+    assert main(["validate", str(docs), str(gold)]) == 0
+    err = capsys.readouterr().err
+    assert "2 queries ask the same question (q1, q2)" in err
+    assert "[duplicate_question]" in err

@@ -1,0 +1,75 @@
+"""Help and usage: ``-h`` everywhere, flags without ``<bool>``, lists with a metavar, and
+usage errors in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer.main
+
+from spanchor_core.cli import app, main
+
+
+def _paths(command: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    yield prefix
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _paths(sub, (*prefix, name))
+
+
+COMMANDS = sorted(_paths(typer.main.get_command(app)))
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "spanchor")
+def test_every_command_takes_dash_h_and_renders_clean_help(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*path, "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: spanchor" in out
+    assert "<bool>" not in out
+    assert "<list[" not in out
+    assert main([*path, "--help"]) == 0
+    assert capsys.readouterr().out == out
+
+
+def test_list_options_have_a_metavar(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "PATTERN" in out
+    assert "K,..." in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment", "command"),
+    [
+        (["evaluate", "--bogus", "a", "b", "c"], "No such option: --bogus", "spanchor evaluate"),
+        (["evaluate", "docs"], "Missing argument 'GOLD'", "spanchor evaluate"),
+        (["bogus"], "No such command 'bogus'", "spanchor"),
+        (["anchor", "add"], "Missing argument 'QUERY_ID'", "spanchor anchor add"),
+        (["evaluate", "a", "b", "c", "--k", "0"], "K values must be positive", "spanchor evaluate"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(
+    argv: list[str], fragment: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("spanchor: usage error: ")
+    assert fragment in lines[0]
+    assert lines[0].endswith(f"; see {command} --help")
+
+
+def test_no_arguments_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert "Usage: spanchor" in out + err
