@@ -532,9 +532,7 @@ def test_duplicate_questions_are_reported_and_never_resolve_a_record(corpus: Cor
             GoldQuery("q3", "Something else?", (anchor,)),
         ]
     )
-    assert (
-        validate_gold(gold, corpus) == []
-    )  # a warning (spanchor validate prints it), not an error
+    assert validate_gold(gold, corpus) == []  # a warning (spanchor validate prints it)
     assert gold.duplicate_questions() == {"What is it?": ("q1", "q2")}
     # a record that names only the text cannot say which of the two it answered
     assert gold.by_question("What is it?") is None
