@@ -177,7 +177,8 @@ class OffsetMap:
         pieces: list[str] = []
         raw_pos = lead
         canon_pos = 0
-        body_starts, body_ends = _candidate_segments(raw[lead:]) if len(raw) > lead else ([], [])
+        body = raw[lead:]
+        body_starts, body_ends = _candidate_segments(body) if body else ([], [])
         for seg_start, seg_end in zip(
             [s + lead for s in body_starts], [e + lead for e in body_ends], strict=True
         ):

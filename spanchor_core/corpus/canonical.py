@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-__all__ = ["BOM", "canonicalize", "canonical_form", "sha256_text"]
+__all__ = ["BOM", "canonical_form", "canonicalize", "sha256_text"]
 
 BOM = "\ufeff"
 """The byte-order mark: dropped at the start of a text, kept anywhere else."""

@@ -1,8 +1,9 @@
 """Loading a corpus from a directory of UTF-8 files: :func:`load_corpus`.
 
 Files are matched by glob at any depth, hidden files skipped; a leading byte-order mark is
-dropped by :func:`~spanchor_core.corpus.canonicalize`, the one place that rule lives. Two files that would share an id (``a.md`` and
-``a.txt``) are an error, never a silent overwrite, and so is a link that leads out of the root.
+dropped by :func:`~spanchor_core.corpus.canonicalize`, the one place that rule lives. Two files
+that would share an id (``a.md`` and ``a.txt``) are an error, never a silent overwrite, and so
+is a link that leads out of the root.
 """
 
 from __future__ import annotations
