@@ -27,8 +27,8 @@ raw code points first, then through :class:`OffsetMap` (:func:`canonical_span` d
 
 **Byte-order mark.** A leading U+FEFF is dropped by canonicalisation (one rule for every entry
 point, see :mod:`spanchor_core.corpus.canonical`): the leading marks are a changed segment of
-their own, raw ``[0, n)`` onto canonical ``[0, 0)``, so a raw offset after it moves one code point left (and
-a UTF-8 byte offset three bytes, through :class:`CodeUnitIndex` of the raw text).
+their own, raw ``[0, n)`` onto canonical ``[0, 0)``, so a raw offset after one mark moves one
+code point left (a UTF-8 byte offset three bytes, through :class:`CodeUnitIndex` of the raw text).
 
 Everything is linear in the length of the text; an already canonical text maps by identity
 without building anything.
