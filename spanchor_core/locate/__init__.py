@@ -61,6 +61,16 @@ from __future__ import annotations
 
 from spanchor_core.locate.locator import Locator
 from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
-from spanchor_core.locate.settings import LocatorSettings
+from spanchor_core.locate.near import NearMatch, near_matches
+from spanchor_core.locate.settings import LocatorSettings, TieBreak
 
-__all__ = ["LocateRequest", "Location", "Locator", "LocatorSettings", "MatchStatus"]
+__all__ = [
+    "LocateRequest",
+    "Location",
+    "Locator",
+    "LocatorSettings",
+    "MatchStatus",
+    "NearMatch",
+    "TieBreak",
+    "near_matches",
+]

@@ -58,8 +58,10 @@ def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) ->
     score = fuzz.ratio(chunk, norm_window[n_lo:n_hi]) / 100.0
     lo, hi = extend_edges(chunk, norm_window, a_lo, a_hi, n_lo, n_hi)
     if (lo, hi) != (n_lo, n_hi):
+        # the edges matched the source next to the span: it covers them, even though the
+        # words dropped between them lower the ratio a little (unless below the threshold)
         wider = fuzz.ratio(chunk, norm_window[lo:hi]) / 100.0
-        if wider >= score:
+        if wider >= min(score, ctx.settings.fuzzy_threshold):
             score, n_lo, n_hi = wider, lo, hi
     return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
 

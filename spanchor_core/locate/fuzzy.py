@@ -91,16 +91,40 @@ def _regions(
     keep = keep[np.lexsort((firsts[keep], -counts[keep]))]
     limit = 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates
     chosen = keep[:limit].tolist()
-    if job.doc is not None and not any(int(docs[firsts[i]]) == job.doc for i in chosen):
-        inside = np.flatnonzero(docs[firsts] == job.doc)
-        if len(inside):
-            chosen.append(int(inside[np.argmax(counts[inside])]))
-    regions: list[tuple[int, int, int]] = []
-    for i in chosen:
+
+    def bounds(i: int) -> tuple[int, int, int]:
         doc = int(docs[firsts[i]])
         base = int(view.starts[doc])
         lo = max(0, int(diag[firsts[i]]) - base)
-        hi = min(int(view.lengths[doc]), int(diag[lasts[i]]) - base + n)
+        return doc, lo, min(int(view.lengths[doc]), int(diag[lasts[i]]) - base + n)
+
+    # the places a document id, an offset hint or the gold point at always compete, however
+    # few votes reach them (a copy's edge minimizers depend on the text around it)
+    claimed = [job.doc] if job.doc is not None else []
+    claimed += [d for d, _, _ in job.prefer]
+    if claimed:
+        texts = ctx.documents.texts
+        for doc in dict.fromkeys(claimed):
+            inside = np.flatnonzero(docs[firsts] == doc)[: 4 * ctx.settings.max_candidates]
+            if not len(inside):
+                continue
+            spans = []
+            for i in inside.tolist():
+                _, lo, hi = bounds(i)
+                c_lo = view.to_canonical(texts[doc], doc, lo)
+                spans.append((i, c_lo, view.to_canonical(texts[doc], doc, hi - 1) + 1))
+            if doc == job.doc:
+                chosen.append(int(inside[np.argmax(counts[inside])]))
+                if job.hint_start is not None:
+                    hint = job.hint_start
+                    chosen.append(min(spans, key=lambda sp: abs(sp[1] - hint))[0])
+            for _, g_lo, g_hi in (p for p in job.prefer if p[0] == doc):
+                hits = [i for i, c_lo, c_hi in spans if c_lo < g_hi and g_lo < c_hi]
+                if hits:
+                    chosen.append(max(hits, key=lambda i: int(counts[i])))
+    regions: list[tuple[int, int, int]] = []
+    for i in dict.fromkeys(chosen):
+        doc, lo, hi = bounds(i)
         if hi > lo:
             regions.append((doc, lo, hi))
     return regions

@@ -14,6 +14,7 @@ from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.exact import exact_stage
 from spanchor_core.locate.fuzzy import fuzzy_stage
 from spanchor_core.locate.model import LocateRequest, Location
+from spanchor_core.locate.near import NearMatch, near_matches
 from spanchor_core.locate.normalised import normalised_stage
 from spanchor_core.locate.prepare import prepare
 from spanchor_core.locate.resolve import Pending
@@ -149,6 +150,23 @@ class Locator:
         if len(done) != len(requests):  # pragma: no cover - internal invariant
             raise RuntimeError("locate_many left a request without a location")
         return done
+
+    def near_matches(
+        self,
+        text: str,
+        *,
+        document_id: str | None = None,
+        limit: int = 5,
+        min_score: float = 0.8,
+    ) -> list[NearMatch]:
+        """Places where ``text`` occurs up to quotes, dashes, case, spacing or small edits.
+
+        For authoring anchors (``spanchor locate``, ``anchor add``): what to offer when the
+        exact text is not found. See :func:`spanchor_core.locate.near.near_matches`.
+        """
+        return near_matches(
+            self._ctx.documents, text, document_id=document_id, limit=limit, min_score=min_score
+        )
 
     def build_index(self, *, normalised: bool = False) -> None:
         """Build the exact index now (and the normalised one if asked) instead of lazily."""
