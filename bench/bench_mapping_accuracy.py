@@ -194,9 +194,7 @@ def build_cases(corpus: Corpus, data: Path, per: int, seed: int) -> dict[str, li
                 if n_start <= end + 4:  # neighbours: adjacent or overlapping
                     joined = chunk.strip() + "\n\n" + text[max(end, n_start) : n_end].strip()
                     truth = DocSpan(doc_id, start, n_end)
-                    cases["joined_neighbours"].append(
-                        Case(_request(joined, prefer=truth), truth)
-                    )
+                    cases["joined_neighbours"].append(Case(_request(joined, prefer=truth), truth))
                 other = rng.choice(absent)
                 cut = rng.randrange(max(1, len(other) - (end - start)))
                 cases["absent"].append(Case(_request(other[cut : cut + end - start]), None))

@@ -26,10 +26,8 @@ from spanchor_core.spans import DocSpan
 
 __all__ = ["NearMatch", "near_matches"]
 
-_QUOTES: Final = {c: "'" for c in "\u2018\u2019\u201a\u201b\u2032\u0060\u00b4"} | {
-    c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"
-}
-_DASHES: Final = {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"}
+_QUOTES: Final = dict.fromkeys("‘’‚‛′`´", "'") | dict.fromkeys("“”„‟″«»", '"')
+_DASHES: Final = dict.fromkeys("‐‑‒–—―−﹘﹣－", "-")
 _QUOTE_TABLE: Final = str.maketrans(_QUOTES)
 _DASH_TABLE: Final = str.maketrans(_DASHES)
 _MIN_EDIT_CHARS: Final = 8  # shorter texts are only matched up to quotes/dashes/case/spacing
@@ -61,8 +59,9 @@ class NearMatch:
 
     ``span`` and ``text`` are the canonical span and its text (what an anchor would hold);
     ``score`` in [0, 1] is the rapidfuzz ratio between the typed text and ``text`` once quotes,
-    dashes, case and spacing are unified (1.0: they differ in nothing else); ``differences`` names what differs, among ``"quotes"``, ``"dashes"``, ``"case"``,
-    ``"whitespace"`` and ``"edits"`` (empty for an exact occurrence).
+    dashes, case and spacing are unified (1.0: they differ in nothing else); ``differences``
+    names what differs, among ``"quotes"``, ``"dashes"``, ``"case"``, ``"whitespace"`` and
+    ``"edits"`` (empty for an exact occurrence).
     """
 
     span: DocSpan

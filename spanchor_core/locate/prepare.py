@@ -33,7 +33,9 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
     hint_start, hint_end = request.start, request.end
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
-    job = Pending(slot, text, doc, named, hint_start, hint_end, prefer=_preferred(documents, request))
+    job = Pending(
+        slot, text, doc, named, hint_start, hint_end, prefer=_preferred(documents, request)
+    )
     if not text.strip():
         return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:

@@ -2,8 +2,8 @@
 
 :class:`Pending` is a request still being searched for. :func:`choose` applies the rule of the
 package docstring (named document, then nearest offset hint, then the query's gold, then
-lowest ``(document, start)``) and says whether the location claimed was rejected; :func:`unmapped` is the verdict when nothing
-was found.
+lowest ``(document, start)``) and says whether the location claimed was rejected;
+:func:`unmapped` is the verdict when nothing was found.
 """
 
 from __future__ import annotations

@@ -44,7 +44,9 @@ class LocatorSettings:
     def __post_init__(self) -> None:
         for name in ("fuzzy_threshold", "fuzzy_tie"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 <= value <= 1.0:
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise InputError(f"{name} must be a number in [0, 1], got {value!r}")
+            if not 0.0 <= float(value) <= 1.0:
                 raise InputError(f"{name} must be a number in [0, 1], got {value!r}")
         if self.tie_break not in TIE_BREAKS:
             raise InputError(

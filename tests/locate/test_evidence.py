@@ -95,7 +95,9 @@ def test_best_scoring_region_wins_over_an_earlier_weaker_one() -> None:
     passage = prose(20, 60)
     words = passage.split(" ")
     weaker = " ".join(w if i % 6 else "zz" + w for i, w in enumerate(words))  # 1 word in 6 off
-    corpus = Corpus.from_texts({"a": prose(21, 30) + " " + weaker, "b": prose(22, 30) + " " + passage})
+    corpus = Corpus.from_texts(
+        {"a": prose(21, 30) + " " + weaker, "b": prose(22, 30) + " " + passage}
+    )
     loc = Locator(corpus).locate(HEADER + passage)
     assert (loc.status, loc.document_id) == (MatchStatus.FUZZY, "b")
     assert len(loc.candidates) == 1
@@ -135,3 +137,9 @@ def test_settings_are_checked(corpus: Corpus) -> None:
         Locator(corpus, fuzzy_tie=2.0)
     with pytest.raises(InputError, match="fuzzy_min_chars"):
         Locator(corpus, fuzzy_min_chars=0)
+
+
+def test_normalised_copies_share_the_confidence(locator: Locator) -> None:
+    loc = locator.locate(DUP.upper())
+    assert loc.resolved_by == "first"
+    assert loc.confidence <= 0.99 / 3
