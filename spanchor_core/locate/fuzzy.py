@@ -21,7 +21,7 @@ from spanchor_core.locate.align import Aligned, align_span
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.model import Location, MatchStatus
-from spanchor_core.locate.normalised_view import NormalisedView
+from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
@@ -99,29 +99,28 @@ def _regions(
         return doc, lo, min(int(view.lengths[doc]), int(diag[lasts[i]]) - base + n)
 
     # the places a document id, an offset hint or the gold point at always compete, however
-    # few votes reach them (a copy's edge minimizers depend on the text around it)
+    # few votes reach them (a copy's edge minimizers depend on the text around it); places
+    # are compared in normalised offsets, the claims' rounded down to a checkpoint
     claimed = [job.doc] if job.doc is not None else []
     claimed += [d for d, _, _ in job.prefer]
-    if claimed:
-        texts = ctx.documents.texts
-        for doc in dict.fromkeys(claimed):
-            inside = np.flatnonzero(docs[firsts] == doc)[: 4 * ctx.settings.max_candidates]
-            if not len(inside):
-                continue
-            spans = []
-            for i in inside.tolist():
-                _, lo, hi = bounds(i)
-                c_lo = view.to_canonical(texts[doc], doc, lo)
-                spans.append((i, c_lo, view.to_canonical(texts[doc], doc, hi - 1) + 1))
-            if doc == job.doc:
-                chosen.append(int(inside[np.argmax(counts[inside])]))
-                if job.hint_start is not None:
-                    hint = job.hint_start
-                    chosen.append(min(spans, key=lambda sp: abs(sp[1] - hint))[0])
-            for _, g_lo, g_hi in (p for p in job.prefer if p[0] == doc):
-                hits = [i for i, c_lo, c_hi in spans if c_lo < g_hi and g_lo < c_hi]
-                if hits:
-                    chosen.append(max(hits, key=lambda i: int(counts[i])))
+    for doc in dict.fromkeys(claimed):
+        inside = np.flatnonzero(docs[firsts] == doc)
+        if not len(inside):
+            continue
+        base = int(view.starts[doc])
+        lo = diag[firsts[inside]] - base
+        hi = diag[lasts[inside]] - base + n
+        if doc == job.doc:
+            chosen.append(int(inside[np.argmax(counts[inside])]))
+            if job.hint_start is not None:
+                at = view.to_normalised(doc, job.hint_start)
+                chosen.append(int(inside[np.argmin(np.abs(lo - at))]))
+        for _, g_lo, g_hi in (p for p in job.prefer if p[0] == doc):
+            n_lo = view.to_normalised(doc, g_lo)
+            n_hi = view.to_normalised(doc, g_hi) + CHECKPOINT
+            hits = inside[(lo < n_hi) & (n_lo < hi)]
+            if len(hits):
+                chosen.append(int(hits[np.argmax(counts[hits])]))
     regions: list[tuple[int, int, int]] = []
     for i in dict.fromkeys(chosen):
         doc, lo, hi = bounds(i)
