@@ -23,6 +23,8 @@ _ALIGN_CELLS: Final = 16_000_000  # largest chunk x window alignment done in one
 _ALIGN_EDGE: Final = 2_000  # characters aligned at each end of longer texts
 _EDGE_MIN: Final = 4  # shorter unaligned edges are only extended by exact characters
 _EDGE_GAP: Final = 48  # source characters an edge may skip (dropped words, markup) to match
+_EDGE_MAX: Final = 160  # longer unaligned edges are not text the pipeline kept: not extended
+_EDGE_SLACK: Final = 0.1  # alignments this far below the threshold are not worth extending
 
 Aligned = tuple[float, int, int]
 """``(score, canonical start, canonical end)`` of one alignment inside one document."""
@@ -56,12 +58,15 @@ def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) ->
         return None
     a_lo, a_hi, n_lo, n_hi = found
     score = fuzz.ratio(chunk, norm_window[n_lo:n_hi]) / 100.0
+    threshold = ctx.settings.fuzzy_threshold
+    if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
+        return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
     lo, hi = extend_edges(chunk, norm_window, a_lo, a_hi, n_lo, n_hi)
     if (lo, hi) != (n_lo, n_hi):
         # the edges matched the source next to the span: it covers them, even though the
         # words dropped between them lower the ratio a little (unless below the threshold)
         wider = fuzz.ratio(chunk, norm_window[lo:hi]) / 100.0
-        if wider >= min(score, ctx.settings.fuzzy_threshold):
+        if wider >= min(score, threshold):
             score, n_lo, n_hi = wider, lo, hi
     return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
 
@@ -109,19 +114,19 @@ def extend_edges(
 ) -> tuple[int, int]:
     """Grow ``window[lo:hi]`` over the unaligned edges ``chunk[:a_lo]`` and ``chunk[a_hi:]``.
 
-    An edge of at least ``_EDGE_MIN`` characters is aligned against the source text next to
+    An edge of ``_EDGE_MIN`` to ``_EDGE_MAX`` characters is aligned against the source text next to
     the span (at most ``_EDGE_GAP`` characters away); it joins the span when it matches there
     about as well as a fuzzy match must (ratio >= 0.8). A prepended header, which matches
     nothing next to the span, stays outside.
     """
     head = chunk[:a_lo]
-    if len(head) >= _EDGE_MIN and lo > 0:
+    if _EDGE_MIN <= len(head) <= _EDGE_MAX and lo > 0:
         before = window[max(0, lo - len(head) - _EDGE_GAP) : lo]
         found = fuzz.partial_ratio_alignment(head, before, score_cutoff=80)
         if found is not None:
             lo = lo - len(before) + found.dest_start
     tail = chunk[a_hi:]
-    if len(tail) >= _EDGE_MIN and hi < len(window):
+    if _EDGE_MIN <= len(tail) <= _EDGE_MAX and hi < len(window):
         after = window[hi : hi + len(tail) + _EDGE_GAP]
         found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=80)
         if found is not None:

@@ -52,7 +52,6 @@ class NormalisedView:
         pos = int(self.checkpoints[int(self.checkpoint_base[doc]) + j])
         return advance_nonspace(source, pos, local - j * CHECKPOINT)
 
-
     def to_normalised(self, doc: int, canonical: int) -> int:
         """The normalised offset in document ``doc`` of canonical offset ``canonical``, rounded
         down to a checkpoint: exact within ``CHECKPOINT`` characters, enough to compare places."""

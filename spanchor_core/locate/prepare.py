@@ -33,9 +33,9 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
     hint_start, hint_end = request.start, request.end
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
-    job = Pending(
-        slot, text, doc, named, hint_start, hint_end, prefer=_preferred(documents, request)
-    )
+    job = Pending(slot, text, doc, named, hint_start, hint_end)
+    if request.prefer:
+        job.prefer = _preferred(documents, request)
     if not text.strip():
         return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:
@@ -70,7 +70,9 @@ def _check_request(slot: int, request: object) -> None:
         if value is not None and not isinstance(value, Integral):
             raise InputError(f"request {slot}: {name} must be a whole number, got {value!r}")
     prefer = request.prefer
-    if not isinstance(prefer, tuple) or not all(isinstance(p, DocSpan) for p in prefer):
+    if prefer and (
+        not isinstance(prefer, tuple) or not all(isinstance(p, DocSpan) for p in prefer)
+    ):
         raise InputError(
             f"request {slot}: prefer must be a tuple of DocSpan", hint="pass the gold spans"
         )
