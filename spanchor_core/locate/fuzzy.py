@@ -62,11 +62,12 @@ def fuzzy_stage(
         first, count = view.index.lookup(keys)
         keep = np.flatnonzero((count > 0) & (count <= max_occurrences))
         pos, owner = view.index.positions(first[keep], count[keep])
-        diag = pos - offs[keep][owner]
-        for row, dg, p in zip(
-            (lo_row + rows[keep][owner]).tolist(), diag.tolist(), pos.tolist(), strict=True
+        docs = np.searchsorted(view.starts, pos, side="right") - 1
+        local_diag = pos - offs[keep][owner] - view.starts[docs]
+        for row, doc, dg in zip(
+            (lo_row + rows[keep][owner]).tolist(), docs.tolist(), local_diag.tolist(), strict=True
         ):
-            votes[row].append((dg, p))
+            votes[row].append((doc, dg))
     for job, vote in zip(indexed, votes, strict=True):
         results[job.slot] = _from_votes(ctx, job, vote, view)
     return []
@@ -75,58 +76,71 @@ def fuzzy_stage(
 def _regions(
     ctx: SearchContext, job: Pending, vote: list[tuple[int, int]], view: NormalisedView
 ) -> list[tuple[int, int, int]]:
-    """The voted regions worth aligning, as ``(doc, normalised lo, normalised hi)``."""
+    """The voted regions worth aligning, as ``(doc, normalised lo, normalised hi)``.
+
+    ``vote`` holds ``(document, local diagonal)`` per minimizer hit; a region is a run of
+    votes in one document whose sorted diagonals are at most ``_DIAGONAL_GAP`` apart. Plain
+    Python: a text has tens of votes, where numpy's per-call cost would dominate.
+    """
     n = len(job.norm)
-    arr = np.array(vote, dtype=np.int64)
-    docs = np.searchsorted(view.starts, arr[:, 1], side="right") - 1
-    order = np.lexsort((arr[:, 0], docs))
-    diag, docs = arr[order, 0], docs[order]
-    cut = np.flatnonzero((np.diff(docs) != 0) | (np.diff(diag) > _DIAGONAL_GAP)) + 1
-    firsts = np.concatenate(([0], cut))
-    lasts = np.concatenate((cut, [len(diag)])) - 1
-    counts = lasts - firsts + 1
-    best = int(counts.max())
-    keep = np.flatnonzero(counts * 2 >= best)
+    ordered = sorted(vote)
+    clusters: list[tuple[int, int, int, int]] = []  # doc, lowest diagonal, highest, votes
+    doc, lo = ordered[0]
+    hi = lo
+    count = 0
+    for d, dg in ordered:
+        if d != doc or dg - hi > _DIAGONAL_GAP:
+            clusters.append((doc, lo, hi, count))
+            doc, lo, count = d, dg, 0
+        hi = dg
+        count += 1
+    clusters.append((doc, lo, hi, count))
+    best = max(c[3] for c in clusters)
     # most votes first, then position: the order only matters when the list is cut
-    keep = keep[np.lexsort((firsts[keep], -counts[keep]))]
-    limit = 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates
-    chosen = keep[:limit].tolist()
-
-    def bounds(i: int) -> tuple[int, int, int]:
-        doc = int(docs[firsts[i]])
-        base = int(view.starts[doc])
-        lo = max(0, int(diag[firsts[i]]) - base)
-        return doc, lo, min(int(view.lengths[doc]), int(diag[lasts[i]]) - base + n)
-
+    keep = sorted(
+        (i for i, c in enumerate(clusters) if 2 * c[3] >= best),
+        key=lambda i: (-clusters[i][3], i),
+    )
+    chosen = keep[: 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates]
     # the places a document id, an offset hint or the gold point at always compete, however
     # few votes reach them (a copy's edge minimizers depend on the text around it); places
     # are compared in normalised offsets, the claims' rounded down to a checkpoint
-    claimed = [job.doc] if job.doc is not None else []
-    claimed += [d for d, _, _ in job.prefer]
-    for doc in dict.fromkeys(claimed):
-        inside = np.flatnonzero(docs[firsts] == doc)
-        if not len(inside):
-            continue
-        base = int(view.starts[doc])
-        lo = diag[firsts[inside]] - base
-        hi = diag[lasts[inside]] - base + n
-        if doc == job.doc:
-            chosen.append(int(inside[np.argmax(counts[inside])]))
-            if job.hint_start is not None:
-                at = view.to_normalised(doc, job.hint_start)
-                chosen.append(int(inside[np.argmin(np.abs(lo - at))]))
-        for _, g_lo, g_hi in (p for p in job.prefer if p[0] == doc):
-            n_lo = view.to_normalised(doc, g_lo)
-            n_hi = view.to_normalised(doc, g_hi) + CHECKPOINT
-            hits = inside[(lo < n_hi) & (n_lo < hi)]
-            if len(hits):
-                chosen.append(int(hits[np.argmax(counts[hits])]))
+    if job.doc is not None or job.prefer:
+        chosen.extend(_claimed(job, clusters, view))
     regions: list[tuple[int, int, int]] = []
     for i in dict.fromkeys(chosen):
-        doc, lo, hi = bounds(i)
+        doc, lo, hi, _ = clusters[i]
+        lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
         if hi > lo:
             regions.append((doc, lo, hi))
     return regions
+
+
+def _claimed(
+    job: Pending, clusters: list[tuple[int, int, int, int]], view: NormalisedView
+) -> list[int]:
+    """Clusters the request points at: the named document's best one, the one nearest the
+    hint, the best one overlapping each gold span."""
+    n = len(job.norm)
+    out: list[int] = []
+    if job.doc is not None:
+        inside = [i for i, c in enumerate(clusters) if c[0] == job.doc]
+        if inside:
+            out.append(max(inside, key=lambda i: clusters[i][3]))
+            if job.hint_start is not None:
+                at = view.to_normalised(job.doc, job.hint_start)
+                out.append(min(inside, key=lambda i: abs(clusters[i][1] - at)))
+    for doc, g_lo, g_hi in job.prefer:
+        n_lo = view.to_normalised(doc, g_lo)
+        n_hi = view.to_normalised(doc, g_hi) + CHECKPOINT
+        hits = [
+            i
+            for i, (d, lo, hi, _) in enumerate(clusters)
+            if d == doc and lo < n_hi and n_lo < hi + n
+        ]
+        if hits:
+            out.append(max(hits, key=lambda i: clusters[i][3]))
+    return out
 
 
 def _from_votes(
@@ -136,7 +150,7 @@ def _from_votes(
     if not vote:
         return unmapped(job, _NOTHING)
     # markup and dropped words before the first (after the last) minimizer move the true edges
-    margin = _MARGIN + min(len(job.norm) // 10, 2 * ctx.settings.window)
+    margin = _MARGIN + min(len(job.norm) // 10, ctx.settings.window)
     scored: list[Scored] = []
     for doc, lo, hi in _regions(ctx, job, vote, view):
         source = ctx.documents.texts[doc]
