@@ -72,6 +72,18 @@ def choose(
     lowest ``(document, start)``. When no document or nearby hint told the occurrences apart,
     ``confidence`` is divided by their number: each is as likely to be the source.
     """
+    ids = ctx.documents.ids
+    if len(found) == 1 and job.named is None:  # the common case: one place, no document claim
+        doc, start, end = found[0]
+        if job.hint_start is not None:
+            rejected = start != job.hint_start or (job.hint_end is not None and end != job.hint_end)
+        else:
+            rejected = job.hint_end is not None and end != job.hint_end
+        span = DocSpan(ids[doc], start, end)
+        reason = "; ".join(job.notes) or None
+        return Location(
+            single, span.document_id, start, end, confidence, (span,), None, rejected, reason
+        )
     notes = list(job.notes)
     scope = found
     rule: str | None = None
@@ -102,7 +114,6 @@ def choose(
         rejected = end != job.hint_end
     if job.named is not None and doc != job.doc:
         rejected = True  # a wrong document id is a wrong location claim, whatever the offsets
-    ids = ctx.documents.ids
     candidates = tuple(DocSpan(ids[d], s, e) for d, s, e in found[: ctx.settings.max_candidates])
     return Location(
         status,
