@@ -8,7 +8,7 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.locate import Locator
 
-DOC = "Intro. It\u2019s the user\u2019s guide \u2014 read   it twice. Another Line here, at the end."
+DOC = "Intro. It\u2019s the user\u2019s guide \u2014 read   it twice. Another Line here, at the end"
 
 
 @pytest.fixture
