@@ -25,6 +25,11 @@ code-point offsets of the same text and back. An offset that falls inside one ch
 counted against canonical text need only this step; counted against raw text, convert to
 raw code points first, then through :class:`OffsetMap` (:func:`canonical_span` does both).
 
+**Byte-order mark.** A leading U+FEFF is dropped by canonicalisation (one rule for every entry
+point, see :mod:`spanchor_core.corpus.canonical`): the leading marks are a changed segment of
+their own, raw ``[0, n)`` onto canonical ``[0, 0)``, so a raw offset after one mark moves one
+code point left (a UTF-8 byte offset three bytes, through :class:`CodeUnitIndex` of the raw text).
+
 Everything is linear in the length of the text; an already canonical text maps by identity
 without building anything.
 """
@@ -41,7 +46,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from spanchor_core.corpus import canonicalize
+from spanchor_core.corpus import BOM, canonical_form
 from spanchor_core.errors import InputError
 from spanchor_core.spans import Span
 
@@ -160,15 +165,25 @@ class OffsetMap:
         self._raw_ends: list[int] = []
         self._canon_starts: list[int] = []
         self._canon_ends: list[int] = []
-        if "\r" not in raw and unicodedata.is_normalized("NFC", raw):
+        lead = len(raw) - len(raw.lstrip(BOM)) if raw.startswith(BOM) else 0
+        if not lead and "\r" not in raw and unicodedata.is_normalized("NFC", raw):
             self.canonical = raw
             return
+        if lead:
+            self._raw_starts.append(0)
+            self._raw_ends.append(lead)
+            self._canon_starts.append(0)
+            self._canon_ends.append(0)
         pieces: list[str] = []
-        raw_pos = 0
+        raw_pos = lead
         canon_pos = 0
-        for seg_start, seg_end in zip(*_candidate_segments(raw), strict=True):
+        body = raw[lead:]
+        body_starts, body_ends = _candidate_segments(body) if body else ([], [])
+        for seg_start, seg_end in zip(
+            [s + lead for s in body_starts], [e + lead for e in body_ends], strict=True
+        ):
             segment = raw[seg_start:seg_end]
-            canonical_segment = canonicalize(segment)
+            canonical_segment = canonical_form(segment)
             if canonical_segment == segment:
                 continue
             pieces.append(raw[raw_pos:seg_start])

@@ -142,7 +142,9 @@ def test_q1_partial_evidence_behind_an_unmapped_result(evaluation: Evaluation) -
     assert q1.status is QueryStatus.SCORED
     assert q1["recall@1"] == 0.0
     assert q1["recall@3"] == 15 / 47
-    assert q1["precision@3"] == 15 / (10 + 15)
+    # the unmapped rank-2 result keeps its slot, counted at the average size of the two mapped
+    # results (25 / 2 characters, no gold): 15 / (25 + 25 / 2) = 15/25 × 2/3
+    assert q1["precision@3"] == pytest.approx(15 / (10 + 15) * 2 / 3)
     assert q1["iou@3"] == 15 / (47 + 25 - 15)
     assert q1["hit@3"] == 0.0  # 15/47 = 0.32 < min_overlap 0.5
     assert q1["mrr"] == 1 / 3

@@ -243,3 +243,38 @@ def test_canonical_span_from_raw_bytes() -> None:
     assert canonical_span(raw, 7, 12, OffsetUnit.UTF16) == (5, 10)
     with pytest.raises(InputError, match="inverted"):
         canonical_span(raw, 4, 2)
+
+
+# ---------------------------------------------------------------- byte-order mark
+
+
+def test_leading_bom_is_dropped_and_offsets_after_it_shift() -> None:
+    raw = "\ufeffab\r\ncd"
+    offsets = OffsetMap(raw)
+    assert offsets.canonical == canonicalize(raw) == "ab\ncd"
+    assert offsets.changed_segments == [((0, 1), (0, 0)), ((3, 5), (2, 3))]
+    assert offsets.raw_span_to_canonical(1, 3) == (0, 2)  # "ab" right after the mark
+    assert offsets.raw_span_to_canonical(5, 7) == (3, 5)  # "cd" after the mark and CRLF
+    assert offsets.canonical_to_raw(3) == 5
+
+
+def test_canonical_span_translates_bytes_after_a_bom() -> None:
+    raw = "\ufeffhello \u00e9t\u00e9"
+    # UTF-8: the mark is 3 bytes, so "hello" is bytes [3, 8)
+    assert canonical_span(raw, 3, 8, "utf8") == (0, 5)
+    assert canonical_span(raw, 1, 6) == (0, 5)
+    start, end = canonical_span(raw, 7, 10)
+    assert canonicalize(raw)[start:end] == "\u00e9t\u00e9"
+
+
+def test_a_bom_inside_the_text_is_a_character() -> None:
+    offsets = OffsetMap("a\ufeffb")
+    assert offsets.is_identity
+    assert offsets.canonical == "a\ufeffb"
+
+
+@given(st.text(alphabet=st.sampled_from("\ufeffa\r\ne\u0301")))
+def test_bom_texts_map_like_canonicalize(raw: str) -> None:
+    offsets = OffsetMap(raw)
+    assert offsets.canonical == canonicalize(raw)
+    assert offsets.raw_to_canonical(len(raw), "end") == len(offsets.canonical)

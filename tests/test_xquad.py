@@ -73,8 +73,11 @@ def _translate(path: Path) -> Translated:
 
 LANGUAGES = sorted(path.stem.removeprefix("xquad.") for path in XQUAD.glob("xquad.*.json"))
 
-# measured on the XQuAD files in ../shared/data/xquad: (non-NFC paragraphs, shifted answers)
-EXPECTED = {"ar": (28, 0), "de": (0, 0), "en": (0, 0), "hi": (101, 265), "zh": (0, 0)}
+# measured on the XQuAD files in ../shared/data/xquad: (non-NFC paragraphs, shifted answers);
+# paragraphs that start with a byte-order mark (ar 9, de 6, hi 8, zh 6) lose it in canonical
+# text (one BOM rule, issue 13), so their answers shift one code point left: ar 47, de 28,
+# zh 33, and hi 273 = the 265 shifted by NFC plus 8 more in BOM paragraphs
+EXPECTED = {"ar": (28, 47), "de": (0, 28), "en": (0, 0), "hi": (101, 273), "zh": (0, 33)}
 
 
 @pytest.mark.parametrize("language", LANGUAGES or ["hi"])
@@ -112,4 +115,4 @@ def test_hindi_raw_offsets_reused_as_canonical_would_be_wrong() -> None:
                 naive.append(GoldQuery(qa["id"], qa["question"], (anchor,)))
     problems = validate_gold(GoldSet(naive), result.corpus)
     assert {p.code for p in problems} == {"hash_mismatch"}
-    assert len(problems) == result.shifted == 265
+    assert len(problems) == result.shifted == 273

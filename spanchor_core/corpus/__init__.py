@@ -8,14 +8,16 @@ their ids and hashes (:mod:`.model`); :func:`load_corpus` reads one from a direc
 
 from __future__ import annotations
 
-from spanchor_core.corpus.canonical import canonicalize, sha256_text
+from spanchor_core.corpus.canonical import BOM, canonical_form, canonicalize, sha256_text
 from spanchor_core.corpus.load import DEFAULT_GLOBS, load_corpus
 from spanchor_core.corpus.model import Corpus, Document, document_id_for
 
 __all__ = [
+    "BOM",
     "DEFAULT_GLOBS",
     "Corpus",
     "Document",
+    "canonical_form",
     "canonicalize",
     "document_id_for",
     "load_corpus",

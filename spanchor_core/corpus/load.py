@@ -1,8 +1,9 @@
 """Loading a corpus from a directory of UTF-8 files: :func:`load_corpus`.
 
-Files are matched by glob at any depth, hidden files skipped; a leading byte-order mark is an
-encoding artefact, not text, and is dropped. Two files that would share an id (``a.md`` and
-``a.txt``) are an error, never a silent overwrite, and so is a link that leads out of the root.
+Files are matched by glob at any depth, hidden files skipped; a leading byte-order mark is
+dropped by :func:`~spanchor_core.corpus.canonicalize`, the one place that rule lives. Two files
+that would share an id (``a.md`` and ``a.txt``) are an error, never a silent overwrite, and so
+is a link that leads out of the root.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ def _read_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as err:
         raise CorpusError(f"cannot read document: {err.strerror or err}", path=path) from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

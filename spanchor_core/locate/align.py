@@ -1,7 +1,9 @@
 """Approximate placement of a normalised text inside a region of one document, and its score.
 
 The region comes from the fuzzy stage; alignment uses rapidfuzz's ``Indel`` matching blocks,
-keeping the densest run of blocks so that stray matches do not stretch the span.
+keeping the densest run of blocks so that stray matches do not stretch the span, then extends
+the span over the text's unaligned edges when they match the neighbouring source text (words
+dropped or markup stripped near an edge must not cut the span short).
 """
 
 from __future__ import annotations
@@ -13,50 +15,65 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from spanchor_core.locate.context import SearchContext
-from spanchor_core.locate.model import Location, MatchStatus
-from spanchor_core.locate.resolve import Pending, choose, unmapped
 from spanchor_core.locate.text import code_points, fold, non_space_mask
 
-__all__ = ["align_in_region", "aligned_bounds"]
+__all__ = ["Aligned", "align_span", "aligned_bounds", "extend_edges"]
 
 _ALIGN_CELLS: Final = 16_000_000  # largest chunk x window alignment done in one piece
 _ALIGN_EDGE: Final = 2_000  # characters aligned at each end of longer texts
+_EDGE_MIN: Final = 4  # shorter unaligned edges are only extended by exact characters
+_EDGE_GAP: Final = 48  # source characters an edge may skip (dropped words, markup) to match
+_EDGE_MAX: Final = 160  # longer unaligned edges are not text the pipeline kept: not extended
+_EDGE_SLACK: Final = 0.1  # alignments this far below the threshold are not worth extending
+
+Aligned = tuple[float, int, int]
+"""``(score, canonical start, canonical end)`` of one alignment inside one document."""
 
 
-def align_in_region(ctx: SearchContext, job: Pending, doc: int, c_lo: int, c_hi: int) -> Location:
-    """Align the normalised text inside canonical ``[c_lo, c_hi)`` of ``doc``; score it."""
+def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) -> Aligned | None:
+    """Align the normalised text ``norm`` inside canonical ``[c_lo, c_hi)`` of ``doc``.
+
+    The score is the rapidfuzz ratio between ``norm`` and the normalised span; ``None`` when
+    nothing aligns.
+    """
     window = ctx.documents.texts[doc][c_lo:c_hi]
     codes = code_points(fold(window))
     kept = np.flatnonzero(non_space_mask(codes))
     norm_window = codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
-    chunk = job.norm
+    chunk = norm
     if len(chunk) * len(norm_window) <= _ALIGN_CELLS:
-        bounds = aligned_bounds(chunk, norm_window)
+        found = aligned_bounds(chunk, norm_window)
     else:
         # Long texts: the full alignment matrix would be too big, so place the start
         # by aligning the heads and the end by aligning the tails.
         head = aligned_bounds(chunk[:_ALIGN_EDGE], norm_window[: 2 * _ALIGN_EDGE])
         cut = max(0, len(norm_window) - 2 * _ALIGN_EDGE)
         tail = aligned_bounds(chunk[-_ALIGN_EDGE:], norm_window[cut:])
-        bounds = None if head is None or tail is None else (head[0], cut + tail[1])
-    if bounds is None or bounds[1] <= bounds[0]:
-        return unmapped(job, "no alignment with the candidate region")
-    n_lo, n_hi = bounds
-    score = fuzz.ratio(job.norm, norm_window[n_lo:n_hi]) / 100.0
-    start = c_lo + int(kept[n_lo])
-    end = c_lo + int(kept[n_hi - 1]) + 1
+        if head is None or tail is None:
+            found = None
+        else:
+            shift = len(chunk) - min(len(chunk), _ALIGN_EDGE)
+            found = (head[0], shift + tail[1], head[2], cut + tail[3])
+    if found is None or found[3] <= found[2]:
+        return None
+    a_lo, a_hi, n_lo, n_hi = found
+    score = fuzz.ratio(chunk, norm_window[n_lo:n_hi]) / 100.0
     threshold = ctx.settings.fuzzy_threshold
-    if score < threshold:
-        return unmapped(
-            job,
-            f"best approximate match {ctx.documents.ids[doc]}[{start}:{end}] scored "
-            f"{score:.3f}, below the threshold {threshold}",
-        )
-    return choose(ctx, job, [(doc, start, end)], MatchStatus.FUZZY, score, "approximate text")
+    if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
+        return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
+    lo, hi = extend_edges(chunk, norm_window, a_lo, a_hi, n_lo, n_hi)
+    if (lo, hi) != (n_lo, n_hi):
+        # the edges matched the source next to the span: it covers them, even though the
+        # words dropped between them lower the ratio a little (unless below the threshold)
+        wider = fuzz.ratio(chunk, norm_window[lo:hi]) / 100.0
+        if wider >= min(score, threshold):
+            score, n_lo, n_hi = wider, lo, hi
+    return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
 
 
-def aligned_bounds(chunk: str, window: str) -> tuple[int, int] | None:
-    """Where ``chunk`` lies in ``window`` (both normalised), as ``[lo, hi)`` of ``window``.
+def aligned_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
+    """Where ``chunk`` lies in ``window`` (both normalised): ``(a_lo, a_hi, lo, hi)``, the
+    aligned part ``chunk[a_lo:a_hi]`` and the span ``window[lo:hi]`` it aligns with.
 
     Kadane over rapidfuzz's matching blocks: matched characters minus the characters
     skipped between blocks on either side, so stray matches (a prepended header's
@@ -89,4 +106,29 @@ def aligned_bounds(chunk: str, window: str) -> tuple[int, int] | None:
     while a_hi < len(chunk) and hi < len(window) and chunk[a_hi] == window[hi]:
         a_hi += 1
         hi += 1
+    return a_lo, a_hi, lo, hi
+
+
+def extend_edges(
+    chunk: str, window: str, a_lo: int, a_hi: int, lo: int, hi: int
+) -> tuple[int, int]:
+    """Grow ``window[lo:hi]`` over the unaligned edges ``chunk[:a_lo]`` and ``chunk[a_hi:]``.
+
+    An edge of ``_EDGE_MIN`` to ``_EDGE_MAX`` characters is aligned against the source text next to
+    the span (at most ``_EDGE_GAP`` characters away); it joins the span when it matches there
+    about as well as a fuzzy match must (ratio >= 0.8). A prepended header, which matches
+    nothing next to the span, stays outside.
+    """
+    head = chunk[:a_lo]
+    if _EDGE_MIN <= len(head) <= _EDGE_MAX and lo > 0:
+        before = window[max(0, lo - len(head) - _EDGE_GAP) : lo]
+        found = fuzz.partial_ratio_alignment(head, before, score_cutoff=80)
+        if found is not None:
+            lo = lo - len(before) + found.dest_start
+    tail = chunk[a_hi:]
+    if _EDGE_MIN <= len(tail) <= _EDGE_MAX and hi < len(window):
+        after = window[hi : hi + len(tail) + _EDGE_GAP]
+        found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=80)
+        if found is not None:
+            hi = hi + found.dest_end
     return lo, hi

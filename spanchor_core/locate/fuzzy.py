@@ -1,8 +1,12 @@
 """The fuzzy stage: text a pipeline altered, placed by approximate alignment (``FUZZY``).
 
-Long texts vote with all their minimizers in the normalised view for a region (the densest
-diagonal, in the named document first), which is then aligned; short texts are aligned
-against whole documents with ``partial_ratio_alignment``, only while the corpus is small.
+Long texts vote with all their minimizers in the normalised view; the votes fall into regions
+(runs of nearby diagonals in one document), and every region with at least half the votes of
+the best one is aligned, so that copies and near-copies of the text compete on their scores.
+Short texts are aligned against whole documents with ``partial_ratio_alignment``, only while
+the corpus is small; texts under ``fuzzy_min_chars`` are not matched approximately at all.
+The best score wins; every place within ``fuzzy_tie`` of it is equally good, and those are
+resolved by the rules of exact matches (:func:`~spanchor_core.locate.resolve.choose`).
 Everything this stage cannot place is ``UNMAPPED`` with a reason.
 """
 
@@ -13,115 +17,198 @@ from typing import Final
 import numpy as np
 from rapidfuzz import fuzz
 
-from spanchor_core.locate.align import align_in_region
+from spanchor_core.locate.align import Aligned, align_span
 from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.model import Location, MatchStatus
-from spanchor_core.locate.normalised_view import NormalisedView
+from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
 
-__all__ = ["fuzzy_stage"]
+__all__ = ["fuzzy_stage", "resolve_scored"]
 
-_FUZZY_MIN_CHARS: Final = 12  # below this, approximate matching means nothing
 _MARGIN: Final = 16  # canonical characters added on each side of a voted region
+_DIAGONAL_GAP: Final = 64  # votes whose diagonals differ by more belong to different regions
+_SPARSE_VOTES: Final = 2  # a best region this thin is weak evidence: align at most two regions
 _NOTHING: Final = "not found, and no part of it matches the corpus"
+
+Scored = tuple[float, int, int, int]
+"""``(score, document number, start, end)`` of one aligned place."""
 
 
 def fuzzy_stage(
     ctx: SearchContext, pending: list[Pending], results: list[Location | None]
 ) -> list[Pending]:
     """Give every job a final location (``FUZZY``, ``AMBIGUOUS`` or ``UNMAPPED``)."""
-    shortest = ctx.settings.min_indexed_length
-    indexed = [job for job in pending if len(job.norm) >= shortest]
+    settings = ctx.settings
+    shortest = settings.min_indexed_length
+    indexed: list[Pending] = []
     for job in pending:
-        if len(job.norm) < shortest:
+        if len(job.norm) < settings.fuzzy_min_chars:
+            results[job.slot] = unmapped(
+                job,
+                f"not found, and under {settings.fuzzy_min_chars} characters: too short "
+                "to match approximately",
+            )
+        elif len(job.norm) < shortest:
             results[job.slot] = _fuzzy_scan(ctx, job)
+        else:
+            indexed.append(job)
     if not indexed:
         return []
     view = ctx.normalised_view()
-    max_occurrences = ctx.settings.max_occurrences
+    max_occurrences = settings.max_occurrences
     votes: list[list[tuple[int, int]]] = [[] for _ in indexed]
     for lo_row, rows, offs, keys in ctx.search.batched_minimizers([j.norm for j in indexed]):
         first, count = view.index.lookup(keys)
         keep = np.flatnonzero((count > 0) & (count <= max_occurrences))
         pos, owner = view.index.positions(first[keep], count[keep])
-        diag = pos - offs[keep][owner]
-        for row, dg, p in zip(
-            (lo_row + rows[keep][owner]).tolist(), diag.tolist(), pos.tolist(), strict=True
+        docs = np.searchsorted(view.starts, pos, side="right") - 1
+        local_diag = pos - offs[keep][owner] - view.starts[docs]
+        for row, doc, dg in zip(
+            (lo_row + rows[keep][owner]).tolist(), docs.tolist(), local_diag.tolist(), strict=True
         ):
-            votes[row].append((dg, p))
+            votes[row].append((doc, dg))
     for job, vote in zip(indexed, votes, strict=True):
         results[job.slot] = _from_votes(ctx, job, vote, view)
     return []
 
 
+def _regions(
+    ctx: SearchContext, job: Pending, vote: list[tuple[int, int]], view: NormalisedView
+) -> list[tuple[int, int, int]]:
+    """The voted regions worth aligning, as ``(doc, normalised lo, normalised hi)``.
+
+    ``vote`` holds ``(document, local diagonal)`` per minimizer hit; a region is a run of
+    votes in one document whose sorted diagonals are at most ``_DIAGONAL_GAP`` apart. Plain
+    Python: a text has tens of votes, where numpy's per-call cost would dominate.
+    """
+    n = len(job.norm)
+    ordered = sorted(vote)
+    clusters: list[tuple[int, int, int, int]] = []  # doc, lowest diagonal, highest, votes
+    doc, lo = ordered[0]
+    hi = lo
+    count = 0
+    for d, dg in ordered:
+        if d != doc or dg - hi > _DIAGONAL_GAP:
+            clusters.append((doc, lo, hi, count))
+            doc, lo, count = d, dg, 0
+        hi = dg
+        count += 1
+    clusters.append((doc, lo, hi, count))
+    best = max(c[3] for c in clusters)
+    # most votes first, then position: the order only matters when the list is cut
+    keep = sorted(
+        (i for i, c in enumerate(clusters) if 2 * c[3] >= best),
+        key=lambda i: (-clusters[i][3], i),
+    )
+    chosen = keep[: 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates]
+    # the places a document id, an offset hint or the gold point at always compete, however
+    # few votes reach them (a copy's edge minimizers depend on the text around it); places
+    # are compared in normalised offsets, the claims' rounded down to a checkpoint
+    if job.doc is not None or job.prefer:
+        chosen.extend(_claimed(job, clusters, view))
+    regions: list[tuple[int, int, int]] = []
+    for i in dict.fromkeys(chosen):
+        doc, lo, hi, _ = clusters[i]
+        lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
+        if hi > lo:
+            regions.append((doc, lo, hi))
+    return regions
+
+
+def _claimed(
+    job: Pending, clusters: list[tuple[int, int, int, int]], view: NormalisedView
+) -> list[int]:
+    """Clusters the request points at: the named document's best one, the one nearest the
+    hint, the best one overlapping each gold span."""
+    n = len(job.norm)
+    out: list[int] = []
+    if job.doc is not None:
+        inside = [i for i, c in enumerate(clusters) if c[0] == job.doc]
+        if inside:
+            out.append(max(inside, key=lambda i: clusters[i][3]))
+            if job.hint_start is not None:
+                at = view.to_normalised(job.doc, job.hint_start)
+                out.append(min(inside, key=lambda i: abs(clusters[i][1] - at)))
+    for doc, g_lo, g_hi in job.prefer:
+        n_lo = view.to_normalised(doc, g_lo)
+        n_hi = view.to_normalised(doc, g_hi) + CHECKPOINT
+        hits = [
+            i
+            for i, (d, lo, hi, _) in enumerate(clusters)
+            if d == doc and lo < n_hi and n_lo < hi + n
+        ]
+        if hits:
+            out.append(max(hits, key=lambda i: clusters[i][3]))
+    return out
+
+
 def _from_votes(
     ctx: SearchContext, job: Pending, vote: list[tuple[int, int]], view: NormalisedView
 ) -> Location:
-    """Pick the densest diagonal cluster (in the named document first) and align there."""
+    """Align every voted region worth it and let the scores compete."""
     if not vote:
         return unmapped(job, _NOTHING)
-    n = len(job.norm)
-    band = max(2 * ctx.settings.window, n // 2)
-    diag = np.array(sorted(vote), dtype=np.int64)
-    docs = np.searchsorted(view.starts, diag[:, 1], side="right") - 1
-    regions: list[tuple[int, int, int]] = []
-    scopes: list[int | None] = [job.doc, None] if job.doc is not None else [None]
-    for restrict in scopes:
-        sel = np.arange(len(diag)) if restrict is None else np.flatnonzero(docs == restrict)
-        if not len(sel):
-            continue
-        d_sel = diag[sel, 0]
-        reach = np.searchsorted(d_sel, d_sel + band, side="right")
-        i = int(np.argmax(reach - np.arange(len(sel))))
-        cluster = sel[i : int(reach[i])]
-        doc = int(np.bincount(docs[cluster]).argmax())
-        cluster = cluster[docs[cluster] == doc]
-        base = int(view.starts[doc])
-        lo = max(0, int(diag[cluster[0], 0]) - base)
-        hi = min(int(view.lengths[doc]), int(diag[cluster[-1], 0]) - base + n)
-        if hi > lo and (doc, lo, hi) not in regions:
-            regions.append((doc, lo, hi))
-    outcome: Location | None = None
-    for doc, lo, hi in regions:
+    # markup and dropped words before the first (after the last) minimizer move the true edges
+    margin = _MARGIN + min(len(job.norm) // 10, ctx.settings.window)
+    scored: list[Scored] = []
+    for doc, lo, hi in _regions(ctx, job, vote, view):
         source = ctx.documents.texts[doc]
-        c_lo = max(0, view.to_canonical(source, doc, lo) - _MARGIN)
-        c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + _MARGIN)
-        outcome = align_in_region(ctx, job, doc, c_lo, c_hi)
-        if outcome.status is not MatchStatus.UNMAPPED:
-            return outcome
-    return outcome if outcome is not None else unmapped(job, _NOTHING)
+        c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
+        c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)
+        found: Aligned | None = align_span(ctx, job.norm, doc, c_lo, c_hi)
+        if found is not None:
+            scored.append((found[0], doc, found[1], found[2]))
+    return resolve_scored(ctx, job, scored)
+
+
+def resolve_scored(ctx: SearchContext, job: Pending, scored: list[Scored]) -> Location:
+    """The best-scoring place wins; places within ``fuzzy_tie`` of it are equally good and
+    resolved like exact occurrences. Below ``fuzzy_threshold``: ``UNMAPPED``."""
+    if not scored:
+        return unmapped(job, "no alignment with the candidate regions")
+    threshold = ctx.settings.fuzzy_threshold
+    best = max(scored)
+    if best[0] < threshold:
+        score, doc, start, end = best
+        return unmapped(
+            job,
+            f"best approximate match {ctx.documents.ids[doc]}[{start}:{end}] scored "
+            f"{score:.3f}, below the threshold {threshold}",
+        )
+    floor = max(threshold, best[0] - ctx.settings.fuzzy_tie)
+    places: list[Scored] = []
+    # best first, so that of two overlapping alignments the better one is kept
+    for cand in sorted(scored, key=lambda c: (-c[0], c[1], c[2])):
+        score, doc, start, end = cand
+        if score < floor:
+            break
+        if not any(d == doc and s < end and start < e for _, d, s, e in places):
+            places.append(cand)
+    found: list[Occurrence] = sorted((d, s, e) for _, d, s, e in places)
+    return choose(ctx, job, found, MatchStatus.FUZZY, best[0], "approximate text")
 
 
 def _fuzzy_scan(ctx: SearchContext, job: Pending) -> Location:
     """Slow path for short texts: rapidfuzz partial alignment per document, size-capped."""
-    if len(job.norm) < _FUZZY_MIN_CHARS:
-        return unmapped(job, "not found, and too short to match approximately")
     texts = ctx.documents.texts
     settings = ctx.settings
-    scopes = [range(len(texts))]
-    if job.doc is not None:
-        scopes.insert(0, range(job.doc, job.doc + 1))
-    needle = job.text.strip()
-    best: tuple[float, int, int, int] | None = None
-    for docs in scopes:
-        if sum(len(texts[d]) for d in docs) > settings.fuzzy_scan_limit:
+    docs = range(len(texts))
+    if sum(len(t) for t in texts) > settings.fuzzy_scan_limit:
+        if job.doc is None or len(texts[job.doc]) > settings.fuzzy_scan_limit:
             return unmapped(
                 job,
                 f"not found; approximate search for texts under {settings.min_indexed_length} "
                 f"characters is limited to {settings.fuzzy_scan_limit} characters of corpus",
             )
-        best = None
-        for d in docs:
-            al = fuzz.partial_ratio_alignment(needle, texts[d])
-            if al is None:
-                continue
-            key = (al.score / 100.0, -d, -al.dest_start, al.dest_end)
-            if best is None or key[:3] > best[:3]:
-                best = key
-        if best is not None and best[0] >= settings.fuzzy_threshold:
-            score, nd, ns, end = best
-            return choose(ctx, job, [(-nd, -ns, end)], MatchStatus.FUZZY, score, "approximate text")
-    score = 0.0 if best is None else best[0]
-    return unmapped(
-        job, f"not found; best approximate match scored {score:.3f}, below the threshold"
-    )
+        docs = range(job.doc, job.doc + 1)
+    needle = job.text.strip()
+    cutoff = 100.0 * max(0.0, settings.fuzzy_threshold - settings.fuzzy_tie)
+    scored: list[Scored] = []
+    for d in docs:
+        al = fuzz.partial_ratio_alignment(needle, texts[d], score_cutoff=cutoff)
+        if al is not None:
+            scored.append((al.score / 100.0, d, al.dest_start, al.dest_end))
+    if not scored:
+        return unmapped(job, "not found; no approximate match reaches the threshold")
+    return resolve_scored(ctx, job, scored)

@@ -14,10 +14,12 @@ from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.exact import exact_stage
 from spanchor_core.locate.fuzzy import fuzzy_stage
 from spanchor_core.locate.model import LocateRequest, Location
+from spanchor_core.locate.near import NearMatch, near_matches
 from spanchor_core.locate.normalised import normalised_stage
 from spanchor_core.locate.prepare import prepare
 from spanchor_core.locate.resolve import Pending
-from spanchor_core.locate.settings import LocatorSettings
+from spanchor_core.locate.settings import LocatorSettings, TieBreak
+from spanchor_core.spans import DocSpan
 
 __all__ = ["STAGES", "Locator", "Stage"]
 
@@ -41,8 +43,14 @@ class Locator:
     characters use a per-document scan); ``max_occurrences`` is how many occurrences
     of one minimizer are enumerated before it counts as too frequent to use;
     ``fuzzy_scan_limit`` bounds, in characters, the scan used for short texts
-    that need approximate matching. A bad value, or a ``corpus`` that is not a
-    :class:`~spanchor_core.corpus.Corpus`, raises :class:`~spanchor_core.errors.InputError`.
+    that need approximate matching; ``fuzzy_min_chars`` is the shortest text (in
+    non-space characters) matched approximately at all; ``fuzzy_tie`` is how far below
+    the best score an approximate match still counts as equally good (``AMBIGUOUS``);
+    ``tie_break`` chooses between equally good places that no document id or offset
+    hint tells apart: ``"gold"`` (default) credits the one overlapping
+    ``LocateRequest.prefer``, ``"position"`` always takes the lowest (document, start).
+    A bad value, or a ``corpus`` that is not a :class:`~spanchor_core.corpus.Corpus`,
+    raises :class:`~spanchor_core.errors.InputError`.
     """
 
     def __init__(
@@ -55,6 +63,9 @@ class Locator:
         window: int = 48,
         max_occurrences: int = 128,
         fuzzy_scan_limit: int = 2_000_000,
+        tie_break: TieBreak = "gold",
+        fuzzy_min_chars: int = 32,
+        fuzzy_tie: float = 0.02,
     ) -> None:
         if not isinstance(corpus, Corpus):
             raise InputError(
@@ -69,6 +80,9 @@ class Locator:
             window=window,
             max_occurrences=max_occurrences,
             fuzzy_scan_limit=fuzzy_scan_limit,
+            tie_break=tie_break,
+            fuzzy_min_chars=fuzzy_min_chars,
+            fuzzy_tie=fuzzy_tie,
         )
         self._ctx = SearchContext(corpus, self.settings)
 
@@ -98,6 +112,10 @@ class Locator:
         return self.settings.fuzzy_scan_limit
 
     @property
+    def tie_break(self) -> TieBreak:
+        return self.settings.tie_break
+
+    @property
     def min_indexed_length(self) -> int:
         """Shortest text found through the index (``kgram + window - 1``)."""
         return self.settings.min_indexed_length
@@ -109,9 +127,10 @@ class Locator:
         document_id: str | None = None,
         start: int | None = None,
         end: int | None = None,
+        prefer: tuple[DocSpan, ...] = (),
     ) -> Location:
         """Map one result; see :meth:`locate_many`."""
-        return self.locate_many([LocateRequest(text, document_id, start, end)])[0]
+        return self.locate_many([LocateRequest(text, document_id, start, end, prefer)])[0]
 
     def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
         """Map every request, in order. Equal to ``[locate(r) for r in requests]``."""
@@ -131,6 +150,23 @@ class Locator:
         if len(done) != len(requests):  # pragma: no cover - internal invariant
             raise RuntimeError("locate_many left a request without a location")
         return done
+
+    def near_matches(
+        self,
+        text: str,
+        *,
+        document_id: str | None = None,
+        limit: int = 5,
+        min_score: float = 0.8,
+    ) -> list[NearMatch]:
+        """Places where ``text`` occurs up to quotes, dashes, case, spacing or small edits.
+
+        For authoring anchors (``spanchor locate``, ``anchor add``): what to offer when the
+        exact text is not found. See :func:`spanchor_core.locate.near.near_matches`.
+        """
+        return near_matches(
+            self._ctx.documents, text, document_id=document_id, limit=limit, min_score=min_score
+        )
 
     def build_index(self, *, normalised: bool = False) -> None:
         """Build the exact index now (and the normalised one if asked) instead of lazily."""

@@ -42,8 +42,11 @@ class Location:
 
     ``candidates`` lists the occurrences considered (sorted by document id then start,
     at most ``Locator.max_candidates`` of them; ``reason`` gives the full count when the
-    list was cut). ``hint_rejected`` is true when offsets came with the result and the
-    text was not found at them — the count users need to judge their pipeline's offsets.
+    list was cut). ``resolved_by`` names the rule that chose among several (``"document_id"``,
+    ``"nearest_hint"``, ``"gold"``, ``"first"``; ``None`` when there was one). ``hint_rejected``
+    is true when the result came with a location (offsets, or a document id) and the text was
+    not found there — the count users need to judge their pipeline's offsets. ``reason`` says,
+    in words, what happened on the way (why unmapped, how an ambiguity was resolved).
     """
 
     status: MatchStatus
@@ -68,9 +71,15 @@ class Location:
 
 @dataclass(frozen=True, slots=True)
 class LocateRequest:
-    """One result to map: text, and whatever location the retriever claimed for it."""
+    """One result to map: text, and whatever location the retriever claimed for it.
+
+    ``prefer`` holds the query's gold spans, when known: text found equally well in several
+    places that no document id or offset tells apart is credited to the place that overlaps
+    them (``resolved_by="gold"``, see the package docstring). It never moves a unique match.
+    """
 
     text: str | None
     document_id: str | None = None
     start: int | None = None
     end: int | None = None
+    prefer: tuple[DocSpan, ...] = ()

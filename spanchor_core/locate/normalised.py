@@ -61,5 +61,6 @@ def normalised_stage(
         # same letters; whitespace differences lower the score, and a normalised match
         # stays below an exact one
         score = min(_NORMALISED_CAP, fuzz.ratio(fold(job.text.strip()), fold(chosen)) / 100.0)
-        results[job.slot] = dataclasses.replace(loc, confidence=score)
+        # loc.confidence is 1.0, or 1 / n when nothing told n equally good places apart
+        results[job.slot] = dataclasses.replace(loc, confidence=score * loc.confidence)
     return remaining

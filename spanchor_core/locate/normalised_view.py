@@ -52,6 +52,14 @@ class NormalisedView:
         pos = int(self.checkpoints[int(self.checkpoint_base[doc]) + j])
         return advance_nonspace(source, pos, local - j * CHECKPOINT)
 
+    def to_normalised(self, doc: int, canonical: int) -> int:
+        """The normalised offset in document ``doc`` of canonical offset ``canonical``, rounded
+        down to a checkpoint: exact within ``CHECKPOINT`` characters, enough to compare places."""
+        lo = int(self.checkpoint_base[doc])
+        hi = lo + -(-int(self.lengths[doc]) // CHECKPOINT)
+        j = int(np.searchsorted(self.checkpoints[lo:hi], canonical, side="right")) - 1
+        return max(0, j) * CHECKPOINT
+
 
 def build_normalised_view(
     documents: CorpusTexts, hasher: KgramHasher, window: int

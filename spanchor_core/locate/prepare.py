@@ -12,7 +12,7 @@ from numbers import Integral
 
 from spanchor_core.corpus import canonicalize
 from spanchor_core.errors import InputError
-from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.documents import CorpusTexts, Occurrence
 from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
 from spanchor_core.locate.resolve import Pending, unmapped
 from spanchor_core.spans import DocSpan
@@ -34,6 +34,8 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
     job = Pending(slot, text, doc, named, hint_start, hint_end)
+    if request.prefer:
+        job.prefer = _preferred(documents, request)
     if not text.strip():
         return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:
@@ -43,6 +45,14 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
         if verified is not None:
             return verified
     return job
+
+
+def _preferred(documents: CorpusTexts, request: LocateRequest) -> tuple[Occurrence, ...]:
+    """The request's gold spans as ``(document number, start, end)``, unknown documents left out."""
+    number = documents.number
+    return tuple(
+        (number[p.document_id], p.start, p.end) for p in request.prefer if p.document_id in number
+    )
 
 
 def _check_request(slot: int, request: object) -> None:
@@ -59,6 +69,13 @@ def _check_request(slot: int, request: object) -> None:
     for name, value in (("start", request.start), ("end", request.end)):
         if value is not None and not isinstance(value, Integral):
             raise InputError(f"request {slot}: {name} must be a whole number, got {value!r}")
+    prefer = request.prefer
+    if prefer and (
+        not isinstance(prefer, tuple) or not all(isinstance(p, DocSpan) for p in prefer)
+    ):
+        raise InputError(
+            f"request {slot}: prefer must be a tuple of DocSpan", hint="pass the gold spans"
+        )
 
 
 def _verify_hint(

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Literal
 
 from spanchor_core.errors import InputError
 
-__all__ = ["LocatorSettings"]
+__all__ = ["TIE_BREAKS", "LocatorSettings", "TieBreak"]
+
+TieBreak = Literal["gold", "position"]
+"""How equally good places no document or hint tells apart are chosen between."""
+TIE_BREAKS: tuple[TieBreak, ...] = ("gold", "position")
 
 
 def _whole(settings: LocatorSettings, name: str, least: int) -> None:
@@ -32,15 +37,22 @@ class LocatorSettings:
     window: int = 48
     max_occurrences: int = 128
     fuzzy_scan_limit: int = 2_000_000
+    tie_break: TieBreak = "gold"
+    fuzzy_min_chars: int = 32
+    fuzzy_tie: float = 0.02
 
     def __post_init__(self) -> None:
-        threshold = self.fuzzy_threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, Real)
-            or not 0.0 <= float(threshold) <= 1.0
-        ):
-            raise InputError(f"fuzzy_threshold must be a number in [0, 1], got {threshold!r}")
+        for name in ("fuzzy_threshold", "fuzzy_tie"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise InputError(f"{name} must be a number in [0, 1], got {value!r}")
+            if not 0.0 <= float(value) <= 1.0:
+                raise InputError(f"{name} must be a number in [0, 1], got {value!r}")
+        if self.tie_break not in TIE_BREAKS:
+            raise InputError(
+                f"tie_break must be one of {', '.join(TIE_BREAKS)}, got {self.tie_break!r}"
+            )
+        _whole(self, "fuzzy_min_chars", 1)
         _whole(self, "kgram", 4)
         _whole(self, "window", 2)
         _whole(self, "max_candidates", 1)

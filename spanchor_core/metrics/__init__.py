@@ -16,9 +16,13 @@ Conventions (they hold for every metric of :mod:`.registry`):
   counted once. ``G`` is the per-document union of the gold anchors, ``R_K`` the per-document
   union of the mapped results at ranks ``1..K``; ``|X|`` sums lengths over documents.
 * A result that could not be mapped (``None``) keeps its rank slot and covers nothing: five
-  unmapped results and the gold text at rank 6 give ``recall@5 == 0``. It adds no characters to
-  ``R_K`` either, so precision is over *mapped* characters; ``unmapped@K`` reports how many of the
-  top K were unmapped so that a report can show it next to precision.
+  unmapped results and the gold text at rank 6 give ``recall@5 == 0``. Its canonical length is
+  unknown, so it adds no characters to ``R_K``; precision (and so AP, built from precision at
+  each rank) counts it as retrieved text of the *average size* of the mapped results that
+  added characters, covering no gold: ``precision@K = |G ∩ R_K| / |R_K| × D_K / (D_K + U_K)``
+  for ``U_K`` unmapped and ``D_K`` character-adding results in the top K (a duplicate changes
+  nothing). ``[unmapped, gold]`` gives ``precision@2 = ap@2 = 0.5``, the value of an irrelevant
+  result above a relevant one. ``unmapped@K`` reports how many of the top K were unmapped.
 * ``K`` larger than the list means "the whole list": the list is not padded with anything.
 * Gold must hold at least one anchor and every anchor at least one character; anything else is an
   :class:`~spanchor_core.errors.InputError` (a query without evidence cannot be scored —

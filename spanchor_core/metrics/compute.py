@@ -63,6 +63,6 @@ def compute_metrics(
     >>> gold = [DocSpan("a", 0, 10)]
     >>> values = compute_metrics(measure_coverage(gold, [None, DocSpan("a", 5, 15)]), k=(1, 2))
     >>> values["recall@1"], values["recall@2"], values["precision@2"], values["mrr"]
-    (0.0, 0.5, 0.5, 0.5)
+    (0.0, 0.5, 0.25, 0.5)
     """
     return apply_plan(coverage, metric_plan(check_k(k), metrics), check_min_overlap(min_overlap))

@@ -44,6 +44,8 @@ class RankedCoverage:
     """``|a_j ∩ R_i|`` for each anchor ``j``."""
     unmapped: tuple[int, ...]
     """Results without a span among the top ``i``."""
+    adding: tuple[int, ...]
+    """Mapped results among the top ``i`` that added characters to ``R`` (not duplicates)."""
     first_overlap_rank: int | None
     """First rank whose span shares a character with ``G`` (``None``: no such rank)."""
     dcg: tuple[float, ...]
@@ -105,7 +107,7 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
 
     retrieved_union: dict[str, list[Span]] = {}
     anchor_state = [0] * len(gold)
-    covered, retrieved, unmapped = [0], [0], [0]
+    covered, retrieved, unmapped, adding = [0], [0], [0], [0]
     anchor_covered = [tuple(anchor_state)]
     dcg, ap = [0.0], [0.0]
     first_overlap: int | None = None
@@ -132,10 +134,17 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
         covered.append(covered[-1] + new_gold)
         retrieved.append(retrieved[-1] + new_retrieved)
         unmapped.append(unmapped[-1] + missing)
+        adding.append(adding[-1] + (new_retrieved > 0))
         anchor_covered.append(tuple(anchor_state))
         gain = new_gold / gold_chars
         dcg.append(dcg[-1] + gain / math.log2(rank + 1))
-        precision_here = covered[-1] / retrieved[-1] if retrieved[-1] else 0.0
+        # precision@rank (see the registry): each unmapped result keeps its slot, counted as
+        # a result of the average size that covers no gold
+        precision_here = (
+            covered[-1] / retrieved[-1] * adding[-1] / (adding[-1] + unmapped[-1])
+            if retrieved[-1]
+            else 0.0
+        )
         ap.append(ap[-1] + precision_here * gain)
 
     return RankedCoverage(
@@ -146,6 +155,7 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
         retrieved=tuple(retrieved),
         anchor_covered=tuple(anchor_covered),
         unmapped=tuple(unmapped),
+        adding=tuple(adding),
         first_overlap_rank=first_overlap,
         dcg=tuple(dcg),
         ap=tuple(ap),

@@ -4,7 +4,12 @@ Definitions, with ``G`` and ``R_K`` as in :mod:`spanchor_core.metrics`, for anch
 and ``c_j(K) = |a_j ∩ R_K| / |a_j|``:
 
 ``recall@K``          ``|G ∩ R_K| / |G|``
-``precision@K``       ``|G ∩ R_K| / |R_K|``, and 0.0 when ``|R_K| == 0`` (nothing mapped)
+``precision@K``       ``|G ∩ R_K| / (|R_K| + U_K × |R_K| / D_K)``, and 0.0 when ``|R_K| == 0``
+                      (nothing mapped): ``U_K`` results among the top K are unmapped and
+                      ``D_K`` mapped ones added characters to ``R_K`` (duplicates add none).
+                      An unmapped result keeps its rank slot as retrieved text of the average
+                      size ``|R_K| / D_K`` that covers no gold — its canonical length is
+                      unknown. Equal to ``|G ∩ R_K| / |R_K| × D_K / (D_K + U_K)``.
 ``iou@K``             ``|G ∩ R_K| / |G ∪ R_K|``
 ``hit@K``             1.0 if some anchor has ``|a_j ∩ R_K| > 0`` and ``c_j(K) >= min_overlap``
 ``full_evidence@K``   1.0 if every anchor has ``|a_j ∩ R_K| > 0`` and ``c_j(K) >= min_overlap``
@@ -20,7 +25,8 @@ and ``c_j(K) = |a_j ∩ R_K| / |a_j|``:
 ``ap@K``              ``Σ_{i<=K} precision@i × g_i``: the mean, over gold characters, of the
                       precision at the rank where each character was first covered (0 for
                       characters not covered by rank K). ``ap@K <= recall@K``; exactly the gold
-                      spans at rank 1 give 1.0.
+                      spans at rank 1 give 1.0; ``[unmapped, gold]`` gives ``ap@2 = 0.5``, as
+                      for an irrelevant result above a relevant one.
 ``iou``, ``mrr``      ``iou@K`` and ``mrr@K`` over the whole list (spanchor 0.x's ``iou`` had no
                       cutoff either).
 ``retrieved_chars@K`` ``|R_K|`` (a count, a cost proxy; not a score)
@@ -51,7 +57,10 @@ def _recall(cov: RankedCoverage, k: int, min_overlap: float) -> float:
 
 def _precision(cov: RankedCoverage, k: int, min_overlap: float) -> float:
     i = cov.index(k)
-    return cov.covered[i] / cov.retrieved[i] if cov.retrieved[i] else 0.0
+    if not cov.retrieved[i]:
+        return 0.0
+    adding = cov.adding[i]
+    return cov.covered[i] / cov.retrieved[i] * adding / (adding + cov.unmapped[i])
 
 
 def _iou(cov: RankedCoverage, k: int, min_overlap: float) -> float:
@@ -119,7 +128,11 @@ DEFAULT_METRICS: Mapping[str, Metric] = {
     metric.name: metric
     for metric in (
         Metric("recall", _recall, "gold characters covered / gold characters"),
-        Metric("precision", _precision, "gold characters covered / mapped characters retrieved"),
+        Metric(
+            "precision",
+            _precision,
+            "gold characters covered / retrieved, unmapped results counted at average size",
+        ),
         Metric("hit", _hit, "1 if some anchor is covered by at least min_overlap"),
         Metric("full_evidence", _full_evidence, "1 if every anchor is covered by min_overlap"),
         Metric("iou", _iou, "gold ∩ retrieved / gold ∪ retrieved", whole_list=True),

@@ -12,7 +12,7 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.locate.documents import CorpusTexts
 from spanchor_core.locate.hashing import KgramHasher
 from spanchor_core.locate.index import IndexBuilder
-from spanchor_core.locate.normalised_view import build_normalised_view
+from spanchor_core.locate.normalised_view import CHECKPOINT, build_normalised_view
 from spanchor_core.locate.text import code_points, fold, normalise
 
 _text = st.text(alphabet=st.sampled_from("abcAB \n\tİςΣé"), max_size=300)
@@ -50,3 +50,13 @@ def test_normalised_offsets_map_back_to_the_same_characters(docs: list[str]) -> 
         assert int(view.lengths[d]) == len(norm)
         for local, char in enumerate(norm):
             assert fold(source[view.to_canonical(source, d, local)]) == char
+
+
+def test_to_normalised_inverts_to_canonical_down_to_a_checkpoint() -> None:
+    texts = {"a": "Some  TEXT\n\nwith   spaces " * 40, "b": "x y " * 100}
+    documents = CorpusTexts(Corpus.from_texts(texts))
+    view = build_normalised_view(documents, KgramHasher(8), 4)
+    for d, source in enumerate(documents.texts):
+        for k in range(0, int(view.lengths[d]), 7):
+            back = view.to_normalised(d, view.to_canonical(source, d, k))
+            assert back <= k < back + CHECKPOINT

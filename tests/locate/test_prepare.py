@@ -68,7 +68,9 @@ def test_unknown_document_id_with_text_searches_the_whole_corpus(locator: Locato
         MatchStatus.EXACT,
         DocSpan("a", UNIQUE_AT, UNIQUE_AT + len(UNIQUE)),
     )
-    assert loc.hint_rejected is False  # the offset pointed at the right place after all
+    # the offset coincides with the text's start in "a", but the document claimed does not
+    # exist: a wrong document id is a wrong location claim, counted as a rejected hint
+    assert loc.hint_rejected is True
     assert loc.reason is not None
     assert "not in the corpus" in loc.reason
 

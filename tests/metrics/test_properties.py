@@ -43,11 +43,22 @@ def _oracle(gold: list[DocSpan], ranked: list[DocSpan | None], k: int) -> dict[s
     r = _chars(ranked[:k])
     covered = len(g & r)
     dcg = ap = 0.0
+
+    def precision(i: int) -> float:
+        # unmapped results count at the average size of the results that added characters
+        retrieved = len(_chars(ranked[:i]))
+        unmapped = sum(1 for s in ranked[:i] if s is None)
+        adding = sum(1 for j in range(i) if len(_chars(ranked[: j + 1])) > len(_chars(ranked[:j])))
+        return (
+            len(g & _chars(ranked[:i])) / retrieved * adding / (adding + unmapped)
+            if retrieved
+            else 0.0
+        )
+
     for i in range(1, min(k, len(ranked)) + 1):
         gain = (len(g & _chars(ranked[:i])) - len(g & _chars(ranked[: i - 1]))) / len(g)
-        retrieved = len(_chars(ranked[:i]))
         dcg += gain / math.log2(i + 1)
-        ap += (len(g & _chars(ranked[:i])) / retrieved if retrieved else 0.0) * gain
+        ap += precision(i) * gain
     pieces = sorted(
         (sum(1 for _ in run) for doc in DOCS for run in _runs(sorted(i for d, i in g if d == doc))),
         reverse=True,
@@ -56,7 +67,7 @@ def _oracle(gold: list[DocSpan], ranked: list[DocSpan | None], k: int) -> dict[s
     first = next((i for i, s in enumerate(ranked, 1) if s is not None and _chars([s]) & g), None)
     return {
         "recall": covered / len(g),
-        "precision": covered / len(r) if r else 0.0,
+        "precision": precision(k),
         "iou": covered / len(g | r),
         "ndcg": min(1.0, dcg / idcg),
         "ap": ap,

@@ -63,9 +63,11 @@ def worked() -> dict[str, float]:
         ("recall@5", 15 / 20),
         ("recall@10", 17 / 20),  # K past the list: the whole list
         ("precision@1", 0.0),  # nothing mapped yet: defined as 0
-        ("precision@3", 2 / 12),  # the duplicate adds no characters
-        ("precision@5", 15 / 125),
-        ("precision@10", 17 / 130),
+        # precision × D / (D + U): the unmapped rank-1 result keeps its slot, counted at the
+        # average size of the D results that added characters (the duplicate adds none)
+        ("precision@3", 2 / 12 * 1 / 2),
+        ("precision@5", 15 / 125 * 3 / 4),
+        ("precision@10", 17 / 130 * 4 / 5),  # K past the list: the whole list
         ("iou@3", 2 / (20 + 12 - 2)),
         ("iou@5", 15 / (20 + 125 - 15)),
         ("iou", 17 / (20 + 130 - 17)),  # whole list
@@ -81,9 +83,16 @@ def worked() -> dict[str, float]:
         ("ndcg@5", (2 / 20 / L3 + 13 / 20 / L6) / IDCG),
         ("ndcg@10", (2 / 20 / L3 + 13 / 20 / L6 + 2 / 20 / L7) / IDCG),
         ("ap@1", 0.0),
-        ("ap@3", (2 / 12) * (2 / 20)),  # precision@2 × gain at rank 2
-        ("ap@5", (2 / 12) * (2 / 20) + (15 / 125) * (13 / 20)),
-        ("ap@10", (2 / 12) * (2 / 20) + (15 / 125) * (13 / 20) + (17 / 130) * (2 / 20)),
+        # precision@i × gain at rank i; precision@2 = 2/12 × 1/2 (rank 1 unmapped),
+        # precision@5 = 15/125 × 3/4, precision@6 = 17/130 × 4/5
+        ("ap@3", (2 / 12 / 2) * (2 / 20)),
+        ("ap@5", (2 / 12 / 2) * (2 / 20) + (15 / 125 * 3 / 4) * (13 / 20)),
+        (
+            "ap@10",
+            (2 / 12 / 2) * (2 / 20)
+            + (15 / 125 * 3 / 4) * (13 / 20)
+            + (17 / 130 * 4 / 5) * (2 / 20),
+        ),
         ("retrieved_chars@5", 125.0),
         ("unmapped@1", 1.0),
         ("unmapped@10", 1.0),
@@ -111,6 +120,7 @@ def test_coverage_record_of_worked_example() -> None:
     assert cov.covered == (0, 0, 2, 2, 2, 15, 17)
     assert cov.retrieved == (0, 0, 12, 12, 112, 125, 130)
     assert cov.unmapped == (0, 1, 1, 1, 1, 1, 1)
+    assert cov.adding == (0, 0, 1, 1, 2, 3, 4)  # rank 3 duplicates rank 2
     assert cov.anchor_covered[3] == (2, 0, 0)
     assert cov.anchor_covered[6] == (10, 10, 2)
     assert cov.first_overlap_rank == 2
@@ -132,7 +142,9 @@ def test_only_unmapped_results_take_rank_slots() -> None:
     assert values["recall@5"] == 0.0
     assert values["unmapped@5"] == 5.0
     assert values["recall@6"] == 1.0
-    assert values["precision@6"] == 1.0  # precision is over mapped characters
+    # all 10 mapped characters are gold, but 5 of the 6 results were unmapped: 1 × 1/6
+    assert values["precision@6"] == pytest.approx(1 / 6)
+    assert values["ap@6"] == pytest.approx(1 / 6)  # precision@6 × gain 1
     assert values["mrr"] == 1 / 6
 
 
@@ -236,3 +248,19 @@ def test_custom_metric_plugs_into_the_registry() -> None:
     values = compute_metrics(measure_coverage(GOLD, RANKED), k=(5,), metrics=registry)
     assert values["gold_chars"] == 20.0
     assert values["recall@5"] == 15 / 20
+
+
+def test_unmapped_result_keeps_its_rank_slot_in_ap_and_precision() -> None:
+    # [unmapped, gold]: like an irrelevant result above a relevant one, ap@2 = 1/2 × 1 = 0.5
+    values = compute_metrics(
+        measure_coverage([DocSpan("a", 0, 10)], [None, DocSpan("a", 0, 10)]), k=(2,)
+    )
+    assert values["precision@2"] == 0.5  # 10/10 mapped characters are gold × 1 of 2 mapped
+    assert values["ap@2"] == 0.5
+    assert values["recall@2"] == values["hit@2"] == 1.0
+    # the gold first and an unmapped result after it: ap@2 keeps 1.0 (gain came at rank 1)
+    after = compute_metrics(
+        measure_coverage([DocSpan("a", 0, 10)], [DocSpan("a", 0, 10), None]), k=(2,)
+    )
+    assert after["ap@2"] == 1.0
+    assert after["precision@2"] == 0.5
