@@ -61,6 +61,8 @@ class LocatedResultModel(_Model):
     end: int | None
     confidence: float
     hint_rejected: bool = False
+    resolved_by: str | None = None
+    reason: str | None = None
 
 
 class MappingModel(_Model):
@@ -232,6 +234,8 @@ def _query_json(query: QueryEvaluation) -> dict[str, Any]:
                 "end": r.end,
                 "confidence": float(r.confidence),
                 "hint_rejected": r.hint_rejected,
+                **({} if r.resolved_by is None else {"resolved_by": r.resolved_by}),
+                **({} if r.reason is None else {"reason": r.reason}),
             }
             for r in query.results
         ],
@@ -304,6 +308,8 @@ def _from_file(model: EvaluationFile) -> Evaluation:
                 end=r.end,
                 confidence=r.confidence,
                 hint_rejected=r.hint_rejected,
+                resolved_by=r.resolved_by,
+                reason=r.reason,
             )
             for r in q.results
         )

@@ -66,6 +66,11 @@ class LocatedResult:
     end: int | None
     confidence: float
     hint_rejected: bool = False
+    resolved_by: str | None = None
+    """Which rule chose among several places (``document_id``, ``nearest_hint``, ``gold``,
+    ``first``), for ambiguous results."""
+    reason: str | None = None
+    """Why the result is ambiguous or unmapped, in words."""
 
     @property
     def span(self) -> DocSpan | None:

@@ -109,8 +109,13 @@ class _Tally:
         return tuple(sorted(self._extra))
 
 
-def _requests(record: RetrievalRecord) -> list[LocateRequest]:
-    """The record's results as locate requests, in rank order (a stable sort on ``rank``)."""
+def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[LocateRequest]:
+    """The record's results as locate requests, in rank order (a stable sort on ``rank``).
+
+    ``prefer`` (the query's gold spans) settles text found equally well in several places in
+    favour of the copy the gold names: the retriever returned the evidence text and cannot
+    know which copy the annotator anchored (``resolved_by="gold"``).
+    """
     ranked = sorted(record.results, key=lambda result: result.rank)
     return [
         LocateRequest(
@@ -118,6 +123,7 @@ def _requests(record: RetrievalRecord) -> list[LocateRequest]:
             document_id=result.document_id,
             start=result.start,
             end=result.end,
+            prefer=prefer,
         )
         for result in ranked
     ]
@@ -138,6 +144,8 @@ def _located(rank: int, location: Location) -> LocatedResult:
         end=location.end,
         confidence=location.confidence,
         hint_rejected=location.hint_rejected,
+        resolved_by=location.resolved_by,
+        reason=location.reason,
     )
 
 
@@ -192,7 +200,7 @@ class _Collector:
         if qid is None or not self.tally.add(qid) or qid not in self.scored:
             return
         if record.error is None:
-            requests = _requests(record)
+            requests = _requests(record, tuple(a.span for a in self.gold[qid].anchors))
             self._requests.extend(requests)
             count = len(requests)
         else:  # scored as an empty retrieval: nothing to map
