@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
             [
                 python,
                 "-c",
-                f"import pstats; pstats.Stats({str(stats)!r}).sort_stats('tottime').print_stats(25)",
+                f"import pstats; pstats.Stats({str(stats)!r})"
+                ".sort_stats('tottime').print_stats(25)",
             ],
             check=True,
         )
