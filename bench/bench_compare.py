@@ -178,9 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="keep (and reuse) the generated files here")
     parser.add_argument("--keep-output", type=Path, help="copy the comparison JSON here")
     parser.add_argument("--profile", action="store_true", help="also run once under cProfile")
+    parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     temp = None
+    if args.generate_only and args.workdir is None:
+        parser.error("--generate-only needs --workdir")
     if args.workdir is None:
         temp = tempfile.TemporaryDirectory(prefix="bench-compare-")
         workdir = Path(temp.name)
@@ -191,10 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     b = workdir / f"cand-{args.queries}q-seed{args.seed}.json"
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, workdir {workdir}")
     for path, seed, shift in ((a, args.seed, 0.0), (b, args.seed + 1, 0.05)):
-        if not path.exists():
-            started = time.perf_counter()
+        if args.generate_only:
             write_evaluation(_evaluation(args.queries, seed, shift), path)
-            print(f"generated {path.name} in {time.perf_counter() - started:.1f} s")
+        elif not path.exists():
+            # in a child, so that this process stays small: a forked child's peak RSS
+            # (ru_maxrss) starts from its parent's size
+            started = time.perf_counter()
+            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--generate-only"], check=True)
+            print(f"generated the inputs in {time.perf_counter() - started:.1f} s")
+    if args.generate_only:
+        return 0
     size = (a.stat().st_size + b.stat().st_size) / 2**20
     print(f"inputs: 2 × {args.queries:,} queries, {size:.1f} MiB together\n")
 
