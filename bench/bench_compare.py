@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             # in a child, so that this process stays small: a forked child's peak RSS
             # (ru_maxrss) starts from its parent's size
             started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--generate-only"], check=True)
+            command = [sys.executable, __file__, *sys.argv[1:], "--workdir", str(workdir)]
+            subprocess.run([*command, "--generate-only"], check=True)
             print(f"generated the inputs in {time.perf_counter() - started:.1f} s")
     if args.generate_only:
         return 0
