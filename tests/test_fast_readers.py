@@ -94,7 +94,8 @@ def test_whole_numbers_where_floats_go_are_read_as_floats(tmp_path: Path) -> Non
     fast = evaluation_file._read_fast(path.read_bytes())
     assert fast is not None
     value = fast["q1"]["recall@5"]
-    assert type(value) is float and value == 1.0
+    assert type(value) is float
+    assert value == 1.0
 
 
 @pytest.mark.parametrize(
