@@ -78,7 +78,7 @@ def _slow(path: Path) -> Evaluation:
 def test_fast_path_reads_what_the_model_reads(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
     write_evaluation(_evaluation(), path)
-    fast = evaluation_file._read_fast(path.read_bytes())
+    fast = evaluation_file._read_fast(path)
     assert fast is not None  # our own file takes the fast path
     slow = _slow(path)
     assert dict(fast.queries) == dict(slow.queries)
@@ -91,7 +91,7 @@ def test_whole_numbers_where_floats_go_are_read_as_floats(tmp_path: Path) -> Non
     path = tmp_path / "e.json"
     write_evaluation(_evaluation(), path)
     path.write_text(path.read_text().replace('"recall@5": 1.0', '"recall@5": 1'))
-    fast = evaluation_file._read_fast(path.read_bytes())
+    fast = evaluation_file._read_fast(path)
     assert fast is not None
     value = fast["q1"]["recall@5"]
     assert type(value) is float
@@ -114,7 +114,7 @@ def test_a_repeated_key_is_refused_by_the_fast_reader_too(
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
-    assert evaluation_file._read_fast(path.read_bytes()) is None
+    assert evaluation_file._read_fast(path) is None
     with pytest.raises(EvaluationFileError, match="appears twice in one object"):
         read_evaluation(path)
 
@@ -123,7 +123,7 @@ def test_an_escaped_colon_goes_the_strict_way(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
     write_evaluation(_evaluation(), path)
     path.write_text(path.read_text().replace('"q:2"', '"q\\u003a2"'))
-    assert evaluation_file._read_fast(path.read_bytes()) is None
+    assert evaluation_file._read_fast(path) is None
     assert "q:2" in read_evaluation(path)
 
 

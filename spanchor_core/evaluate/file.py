@@ -466,7 +466,9 @@ def _queries_fast(
     strings: list[str] = []
     pairs = 0
     queries: dict[str, QueryEvaluation] = {}
-    for q in items:
+    items.reverse()  # popped from the end in file order: each parsed query freed once built
+    while items:
+        q = items.pop()
         if type(q) is not dict or not _QUERY_KEYS.issuperset(q) or not q.keys() >= _QUERY_REQUIRED:
             return None
         query_id, status, error = q["query_id"], q["status"], q.get("error")
@@ -590,7 +592,7 @@ def _queries_fast(
     return queries
 
 
-def _read_fast(raw: bytes) -> Evaluation | None:
+def _read_fast(path: Path) -> Evaluation | None:
     """The evaluation a well-formed file of the current format holds, or ``None``.
 
     orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, lone
@@ -598,12 +600,18 @@ def _read_fast(raw: bytes) -> Evaluation | None:
     head is validated by the model; anything unusual is left to the strict path, which words
     the error.
     """
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
     if b"\\u003a" in raw or b"\\u003A" in raw:
         return None  # an escaped ':' would upset the count of members
+    colons = raw.count(b":")
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+    del raw  # the text is not kept beside what it parsed to
     if (
         type(data) is not dict
         or data.get("kind") != EVALUATION_KIND
@@ -618,7 +626,7 @@ def _read_fast(raw: bytes) -> Evaluation | None:
         head = EvaluationFile.model_validate(data)
     except ValidationError:
         return None
-    colons = raw.count(b":") - _pairs_and_colons(data)
+    colons -= _pairs_and_colons(data)
     queries = _queries_fast(items, tuple(head.metric_names), colons)
     if queries is None:
         return None
@@ -646,19 +654,19 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     Raises :class:`EvaluationFileError`, naming the file, for anything else.
     """
     source = Path(path)
-    try:
-        raw = source.read_bytes()
-    except OSError as err:
-        raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
     collecting = gc.isenabled()
     gc.disable()  # hundreds of thousands of new objects, none cyclic: no collection passes
     try:
-        fast = _read_fast(raw)
+        fast = _read_fast(source)
     finally:
         if collecting:
             gc.enable()
     if fast is not None:
         return fast
+    try:  # read again: what is wrong is worded by the strict path
+        raw = source.read_bytes()
+    except OSError as err:
+        raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
