@@ -87,16 +87,26 @@ def _listed(ids: Sequence[str]) -> str:
 
 
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
+_FLOAT_ONLY = {float}
 
 
 def _values(table: MetricTable, side: str, metric: str, ids: Sequence[str]) -> NDArray[np.float64]:
     column = table.metric(metric)
     try:
-        raw = [column[qid] for qid in ids]
+        raw = list(map(column.__getitem__, ids))
     except KeyError:
         qid = next(q for q in ids if q not in column)
         raise InputError(f"the {side} has no {metric} value for query {qid!r}") from None
-    for kind in {type(value) for value in raw}:
+    kinds = set(map(type, raw))
+    if kinds == _FLOAT_ONLY:  # the usual case: no per-value checks but finiteness
+        out = np.fromiter(raw, dtype=np.float64, count=len(raw))
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:
+            raise InputError(
+                f"the {side}'s {metric} for query {ids[bad[0]]!r} is {float(out[bad[0]])!r}"
+            )
+        return out
+    for kind in kinds:
         if kind is bool or not issubclass(kind, _NUMBER_TYPES):
             value = next(v for v in raw if type(v) is kind)
             qid = ids[raw.index(value)]

@@ -7,14 +7,17 @@ The file is read through the strict JSON layer (:mod:`spanchor_core._io`), dispa
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import math
+import operator
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spanchor_core._io import atomic_write, describe_validation_error, loads_strict
@@ -277,7 +280,23 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     yield "\n  ]\n}\n"
 
 
-def _check_consistent(model: EvaluationFile, path: Path) -> None:
+_SCORES: Final = frozenset(
+    {"recall", "precision", "hit", "full_evidence", "iou", "mrr", "ndcg", "ap"}
+)
+"""The built-in metrics whose values are scores in [0, 1] (a value outside is refused)."""
+
+
+def _is_score(name: str) -> bool:
+    return name.partition("@")[0] in _SCORES
+
+
+def _line_of_query(text: str, query_id: str) -> int | None:
+    """The line the query's ``query_id`` is written on (one query per line in our files)."""
+    position = text.find(f'"query_id": {json.dumps(query_id, ensure_ascii=False)}')
+    return None if position < 0 else text.count("\n", 0, position) + 1
+
+
+def _check_consistent(model: EvaluationFile, path: Path, text: str) -> None:
     """A hand-edited or truncated file must fail here, not later inside a comparison."""
     seen: set[str] = set()
     names = list(model.metric_names)
@@ -294,6 +313,15 @@ def _check_consistent(model: EvaluationFile, path: Path) -> None:
                 path=path,
                 hint="write evaluation files with spanchor evaluate -o",
             )
+        for name, value in q.metrics.items():
+            if not 0.0 <= value <= 1.0 and _is_score(name):
+                raise EvaluationFileError(
+                    f"query {q.query_id!r}: {name} is {value!r}, outside [0, 1] "
+                    f"(queries[{index}].metrics)",
+                    path=path,
+                    line=_line_of_query(text, q.query_id),
+                    hint="scores of the built-in metrics lie in [0, 1]",
+                )
 
 
 def _from_file(model: EvaluationFile) -> Evaluation:
@@ -326,6 +354,10 @@ def _from_file(model: EvaluationFile) -> Evaluation:
                 for t in q.traces
             ),
         )
+    return _evaluation_of(model, queries)
+
+
+def _evaluation_of(model: EvaluationFile, queries: dict[str, QueryEvaluation]) -> Evaluation:
     s = model.settings
     return Evaluation(
         queries=queries,
@@ -355,6 +387,258 @@ def _from_file(model: EvaluationFile) -> Evaluation:
     )
 
 
+# ------------------------------------------------------------------------ the fast path
+
+_QUERY_KEYS: Final = frozenset(QueryModel.model_fields)
+_QUERY_REQUIRED: Final = frozenset(
+    name for name, field in QueryModel.model_fields.items() if field.is_required()
+)
+_RESULT_KEYS: Final = frozenset(LocatedResultModel.model_fields)
+_RESULT_REQUIRED: Final = frozenset(
+    name for name, field in LocatedResultModel.model_fields.items() if field.is_required()
+)
+_MAPPING_KEYS: Final = frozenset(MappingModel.model_fields)
+_MAPPING_REQUIRED: Final = frozenset(
+    name for name, field in MappingModel.model_fields.items() if field.is_required()
+)
+_TRACE_KEYS: Final = frozenset(TraceModel.model_fields)
+_SPAN_KEYS: Final = frozenset(SpanModel.model_fields)
+_STATUSES: Final = {status.value: status for status in QueryStatus}
+_STR_OR_NONE: Final = frozenset({str, type(None)})
+_INT_OR_NONE: Final = frozenset({int, type(None)})
+_NUMBER: Final = frozenset({float, int})
+_FLOAT: Final = {float}
+
+
+def _pairs_and_colons(value: Any) -> int:
+    """Members of every object in ``value`` plus the ``:`` inside its strings (keys included)."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            count += item.count(":")
+        elif kind is dict:
+            count += len(item)
+            for key, member in item.items():
+                count += key.count(":")
+                stack.append(member)
+        elif kind is list:
+            stack.extend(item)
+    return count
+
+
+def _trace_fast(t: Any, strings: list[str]) -> TraceSummary | None:
+    if type(t) is not dict or not _TRACE_KEYS.issuperset(t) or "records" not in t:
+        return None
+    if "trace_id" not in t:
+        return None
+    trace_id, records = t["trace_id"], t["records"]
+    sources, stage, error = t.get("sources", []), t.get("stage"), t.get("error")
+    if (
+        type(trace_id) not in _STR_OR_NONE
+        or type(records) is not int
+        or records < 0
+        or type(sources) is not list
+        or any(type(source) is not str for source in sources)
+        or type(stage) not in _STR_OR_NONE
+        or type(error) not in _STR_OR_NONE
+    ):
+        return None
+    strings.extend(x for x in (trace_id, stage, error, *sources) if x is not None)
+    return TraceSummary(trace_id, records, tuple(sources), stage, error)
+
+
+def _queries_fast(
+    items: Any, names: tuple[str, ...], colons: int
+) -> dict[str, QueryEvaluation] | None:
+    """The queries of a well-formed file built directly, or ``None`` to let the model explain.
+
+    Accepts exactly what :class:`QueryModel` and :func:`_check_consistent` accept, in the
+    shapes our writer produces (ints where floats go allowed), and gives the same values.
+    ``colons`` is what the raw text holds beyond the queries' members: since orjson keeps the
+    last of two equal keys, a repeated key is caught by counting, every ``:`` of the text
+    being either a member's or inside a string.
+    """
+    if type(items) is not list:
+        return None
+    wanted = frozenset(names)
+    known_keys: tuple[str, ...] = ()
+    known_cost = 0
+    scores: operator.itemgetter[Any] | None = None
+    known_counts: tuple[str, ...] = ()
+    counts_cost = 0
+    strings: list[str] = []
+    pairs = 0
+    queries: dict[str, QueryEvaluation] = {}
+    items.reverse()  # popped from the end in file order: each parsed query freed once built
+    while items:
+        q = items.pop()
+        if type(q) is not dict or not _QUERY_KEYS.issuperset(q) or not q.keys() >= _QUERY_REQUIRED:
+            return None
+        query_id, status, error = q["query_id"], q["status"], q.get("error")
+        metrics, gold, mapping, results = q["metrics"], q["gold"], q["mapping"], q["results"]
+        if (
+            type(query_id) is not str
+            or query_id in queries
+            or type(status) is not str
+            or status not in _STATUSES
+            or type(error) not in _STR_OR_NONE
+            or type(metrics) is not dict
+            or type(gold) is not list
+            or type(mapping) is not dict
+            or type(results) is not list
+        ):
+            return None
+        keys = tuple(metrics)
+        if keys != known_keys:
+            if not wanted.issubset(keys):
+                return None
+            known_keys, known_cost = keys, len(keys) + sum(key.count(":") for key in keys)
+            positions = [i for i, key in enumerate(keys) if _is_score(key)]
+            scores = operator.itemgetter(*positions, *positions[:1]) if positions else None
+        pairs += len(q) + known_cost
+        raw_values = tuple(metrics.values())
+        types = set(map(type, raw_values))
+        values: dict[str, float] = metrics
+        if types != _FLOAT:
+            if not types <= _NUMBER:
+                return None
+            values = {name: float(value) for name, value in metrics.items()}
+            raw_values = tuple(values.values())
+        if scores is not None:
+            picked = scores(raw_values)
+            if min(picked) < 0.0 or max(picked) > 1.0:
+                return None
+        spans = []
+        for span in gold:
+            if type(span) is not dict or span.keys() != _SPAN_KEYS:
+                return None
+            document_id, start, end = span["document_id"], span["start"], span["end"]
+            if type(document_id) is not str or type(start) is not int or type(end) is not int:
+                return None
+            strings.append(document_id)
+            spans.append(DocSpan(document_id, start, end))
+        pairs += 3 * len(spans)
+        if not _MAPPING_KEYS.issuperset(mapping) or not mapping.keys() >= _MAPPING_REQUIRED:
+            return None
+        counts, hint_rejected = mapping["counts"], mapping.get("hint_rejected", 0)
+        total, rate = mapping["total"], mapping["unmapped_rate"]
+        if (
+            type(counts) is not dict
+            or type(hint_rejected) is not int
+            or type(total) is not int
+            or type(rate) not in _NUMBER
+        ):
+            return None
+        count_keys = tuple(counts)
+        if count_keys != known_counts:
+            known_counts = count_keys
+            counts_cost = len(count_keys) + sum(key.count(":") for key in count_keys)
+        if any(type(n) is not int for n in counts.values()):
+            return None
+        pairs += len(mapping) + counts_cost
+        located = []
+        for r in results:
+            if type(r) is not dict:
+                return None
+            if r.keys() != _RESULT_KEYS and (
+                not _RESULT_KEYS.issuperset(r) or not r.keys() >= _RESULT_REQUIRED
+            ):
+                return None
+            rank, result_status, document_id = r["rank"], r["status"], r["document_id"]
+            start, end, confidence = r["start"], r["end"], r["confidence"]
+            rejected = r.get("hint_rejected", False)
+            if (
+                type(rank) is not int
+                or type(result_status) is not str
+                or type(document_id) not in _STR_OR_NONE
+                or type(start) not in _INT_OR_NONE
+                or type(end) not in _INT_OR_NONE
+                or type(confidence) not in _NUMBER
+                or type(rejected) is not bool
+            ):
+                return None
+            pairs += len(r)
+            strings.append(result_status)
+            if document_id is not None:
+                strings.append(document_id)
+            located.append(
+                LocatedResult(
+                    rank, result_status, document_id, start, end, float(confidence), rejected
+                )
+            )
+        traces: list[TraceSummary] = []
+        raw_traces = q.get("traces", [])
+        if type(raw_traces) is not list:
+            return None
+        for t in raw_traces:
+            trace = _trace_fast(t, strings)
+            if trace is None:
+                return None
+            pairs += len(t)
+            traces.append(trace)
+        strings.append(query_id)
+        strings.append(status)
+        if error is not None:
+            strings.append(error)
+        queries[query_id] = QueryEvaluation(
+            query_id=query_id,
+            metrics=values,
+            status=_STATUSES[status],
+            gold=tuple(spans),
+            results=tuple(located),
+            mapping=MappingStats(dict(counts), hint_rejected),
+            error=error,
+            traces=tuple(traces),
+        )
+    if pairs + "\0".join(strings).count(":") != colons:
+        return None  # a repeated key somewhere: the strict reader names it
+    return queries
+
+
+def _read_fast(path: Path) -> Evaluation | None:
+    """The evaluation a well-formed file of the current format holds, or ``None``.
+
+    orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, lone
+    surrogates, bad UTF-8) except repeated keys, which :func:`_queries_fast` counts. The small
+    head is validated by the model; anything unusual is left to the strict path, which words
+    the error.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"\\u003a" in raw or b"\\u003A" in raw:
+        return None  # an escaped ':' would upset the count of members
+    colons = raw.count(b":")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    del raw  # the text is not kept beside what it parsed to
+    if (
+        type(data) is not dict
+        or data.get("kind") != EVALUATION_KIND
+        or type(data.get("schema_version")) is not int
+        or data.get("schema_version") != EVALUATION_SCHEMA_VERSION
+        or "queries" not in data
+    ):
+        return None
+    items = data["queries"]
+    data["queries"] = []
+    try:
+        head = EvaluationFile.model_validate(data)
+    except ValidationError:
+        return None
+    colons -= _pairs_and_colons(data)
+    queries = _queries_fast(items, tuple(head.metric_names), colons)
+    if queries is None:
+        return None
+    return _evaluation_of(head, queries)
+
+
 def write_evaluation(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
     """Write ``evaluation`` as JSON, atomically (a temporary file, then a rename).
 
@@ -376,10 +660,21 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     Raises :class:`EvaluationFileError`, naming the file, for anything else.
     """
     source = Path(path)
+    collecting = gc.isenabled()
+    gc.disable()  # hundreds of thousands of new objects, none cyclic: no collection passes
     try:
-        text = source.read_text(encoding="utf-8")
+        fast = _read_fast(source)
+    finally:
+        if collecting:
+            gc.enable()
+    if fast is not None:
+        return fast
+    try:  # read again: what is wrong is worded by the strict path
+        raw = source.read_bytes()
     except OSError as err:
         raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise EvaluationFileError(f"not UTF-8 at byte {err.start}", path=source) from None
     data = loads_strict(text, path=source, error=EvaluationFileError)
@@ -414,5 +709,5 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         model = EvaluationFile.model_validate(data)
     except ValidationError as err:
         raise EvaluationFileError(describe_validation_error(err), path=source) from None
-    _check_consistent(model, source)
+    _check_consistent(model, source, text)
     return _from_file(model)

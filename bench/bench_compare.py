@@ -1,0 +1,248 @@
+"""Benchmark: ``spanchor compare`` of two large evaluation files, whole process.
+
+1. A *generator* (this interpreter) builds two :class:`~spanchor_core.evaluate.Evaluation`
+   objects of N queries directly (deterministic from ``--seed``: every metric of
+   :func:`~spanchor_core.metrics.metric_names` at K = 1, 3, 5, 10, five located results and one
+   or two gold spans per query; the candidate is the baseline with about 30 % of the queries
+   moved) and writes them with :func:`~spanchor_core.evaluate.write_evaluation`.
+2. ``spanchor compare a.json b.json -o comparison.json -q`` runs ``--repeat`` times in a fresh
+   interpreter (``python -m spanchor_core.cli``); each run's wall time (``perf_counter`` around
+   the child), CPU time (user + system) and peak RSS (``ru_maxrss``) come from ``os.wait4``,
+   i.e. the child alone. The median of each is printed with the range.
+3. The *floor*: a fresh interpreter that only reads both files and parses them with the
+   standard library's ``json.loads`` (and, for reference, ``orjson.loads``), measured the same
+   way; also ``python -c pass`` with spanchor imported (the fixed cost of the CLI).
+
+    python bench/bench_compare.py                       # 100,000 queries, 3 repeats
+    python bench/bench_compare.py --queries 10000 --repeat 5 --workdir /tmp/sp-compare
+    python bench/bench_compare.py --keep-output out.json   # the comparison, to diff before/after
+
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spanchor_core.evaluate import (
+    Evaluation,
+    EvaluationSettings,
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    write_evaluation,
+)
+from spanchor_core.metrics import metric_names
+from spanchor_core.spans import DocSpan
+
+K = (1, 3, 5, 10)
+RESULTS = 5
+TARGET_WALL = 10.0
+TARGET_PEAK_MIB = 1024.0
+
+
+def _evaluation(n: int, seed: int, shift: float) -> Evaluation:
+    """``n`` queries of made-up but well-formed scores; ``shift`` moves ~30 % of them."""
+    rng = np.random.default_rng(seed)
+    names = metric_names(K)
+    base = np.random.default_rng(12345).random((n, len(names)))  # shared by both sides
+    moved = rng.random(n) < 0.3
+    values = base + np.where(moved[:, None], shift * rng.standard_normal((n, len(names))), 0.0)
+    # scores stay in [0, 1] (counts are not scores: keep them whole numbers)
+    values = np.clip(np.round(values, 4), 0.0, 1.0)
+    counts_at = [i for i, name in enumerate(names) if name.split("@")[0] in ("retrieved_chars",)]
+    values[:, counts_at] = np.round(values[:, counts_at] * 4000)
+    unmapped_at = [i for i, name in enumerate(names) if name.split("@")[0] == "unmapped"]
+    values[:, unmapped_at] = np.round(values[:, unmapped_at] * 3)
+    docs = [f"doc-{d:04d}" for d in range(500)]
+    doc_of = rng.integers(0, len(docs), size=(n, RESULTS))
+    starts = rng.integers(0, 500_000, size=(n, RESULTS))
+    lengths = rng.integers(300, 1000, size=(n, RESULTS))
+    statuses = np.where(rng.random((n, RESULTS)) < 0.9, "exact", "normalised")
+    statuses[rng.random((n, RESULTS)) < 0.05] = "unmapped"
+    gold_two = rng.random(n) < 1 / 3
+    queries: dict[str, QueryEvaluation] = {}
+    for q in range(n):
+        results = []
+        for r in range(RESULTS):
+            status = str(statuses[q, r])
+            mapped = status != "unmapped"
+            start = int(starts[q, r])
+            results.append(
+                LocatedResult(
+                    rank=r + 1,
+                    status=status,
+                    document_id=docs[doc_of[q, r]] if mapped else None,
+                    start=start if mapped else None,
+                    end=start + int(lengths[q, r]) if mapped else None,
+                    confidence=1.0 if status == "exact" else 0.93 if mapped else 0.0,
+                )
+            )
+        gold = [DocSpan(docs[doc_of[q, 0]], int(starts[q, 0]) + 10, int(starts[q, 0]) + 200)]
+        if gold_two[q]:
+            gold.append(DocSpan(docs[(q * 7) % len(docs)], 1000, 1400))
+        qid = f"q{q:06d}"
+        queries[qid] = QueryEvaluation(
+            query_id=qid,
+            metrics=dict(zip(names, values[q].tolist(), strict=True)),
+            gold=tuple(gold),
+            results=tuple(results),
+            mapping=MappingStats.of(results),
+        )
+    return Evaluation(
+        queries=queries,
+        settings=EvaluationSettings(
+            k=K,
+            corpus_fingerprint="0" * 64,
+            gold_sha256="1" * 64,
+            gold_path="gold.jsonl",
+            run_path=f"run-{seed}.jsonl",
+            created_at="2026-01-01T00:00:00+00:00",
+        ),
+        metric_names=tuple(names),
+        mapping=MappingStats.combine([query.mapping for query in queries.values()]),
+        records=n,
+    )
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall: float
+    cpu: float
+    peak_mib: float
+    code: int
+
+
+def _run(argv: list[str], cwd: Path) -> Sample:
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    assert child.stderr is not None
+    err = child.stderr.read().decode("utf-8", "replace")
+    child.stderr.close()
+    if child.returncode not in (0, 1):
+        sys.exit(f"{' '.join(argv)} failed ({child.returncode}):\n{err}")
+    # ru_maxrss is in KiB on Linux
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode)
+
+
+def _summary(label: str, samples: list[Sample]) -> str:
+    def med(values: list[float]) -> str:
+        return f"{statistics.median(values):6.2f} ({min(values):.2f}–{max(values):.2f})"
+
+    walls = [s.wall for s in samples]
+    cpus = [s.cpu for s in samples]
+    peaks = [s.peak_mib for s in samples]
+    return (
+        f"{label:<34} wall {med(walls)} s   cpu {med(cpus)} s   "
+        f"peak {statistics.median(peaks):7.1f} MiB   exit {samples[0].code}"
+    )
+
+
+_FLOOR = """
+import json, sys, time
+import orjson
+t = time.perf_counter()
+for name in sys.argv[1:]:
+    with open(name, "rb") as handle:
+        json.loads(handle.read().decode("utf-8"))
+a = time.perf_counter() - t
+t = time.perf_counter()
+for name in sys.argv[1:]:
+    with open(name, "rb") as handle:
+        orjson.loads(handle.read())
+b = time.perf_counter() - t
+print(f"json.loads {a:.2f} s, orjson.loads {b:.2f} s", file=sys.stderr)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, help="keep (and reuse) the generated files here")
+    parser.add_argument("--keep-output", type=Path, help="copy the comparison JSON here")
+    parser.add_argument("--profile", action="store_true", help="also run once under cProfile")
+    parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    temp = None
+    if args.generate_only and args.workdir is None:
+        parser.error("--generate-only needs --workdir")
+    if args.workdir is None:
+        temp = tempfile.TemporaryDirectory(prefix="bench-compare-")
+        workdir = Path(temp.name)
+    else:
+        workdir = args.workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+    a = workdir / f"base-{args.queries}q-seed{args.seed}.json"
+    b = workdir / f"cand-{args.queries}q-seed{args.seed}.json"
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, workdir {workdir}")
+    for path, seed, shift in ((a, args.seed, 0.0), (b, args.seed + 1, 0.05)):
+        if args.generate_only:
+            write_evaluation(_evaluation(args.queries, seed, shift), path)
+        elif not path.exists():
+            # in a child, so that this process stays small: a forked child's peak RSS
+            # (ru_maxrss) starts from its parent's size
+            started = time.perf_counter()
+            command = [sys.executable, __file__, *sys.argv[1:], "--workdir", str(workdir)]
+            subprocess.run([*command, "--generate-only"], check=True)
+            print(f"generated the inputs in {time.perf_counter() - started:.1f} s")
+    if args.generate_only:
+        return 0
+    size = (a.stat().st_size + b.stat().st_size) / 2**20
+    print(f"inputs: 2 × {args.queries:,} queries, {size:.1f} MiB together\n")
+
+    out = workdir / "comparison.json"
+    python = sys.executable
+    compare = [python, "-m", "spanchor_core.cli", "compare", str(a), str(b), "-o", str(out), "-q"]
+    runs = [_run(compare, workdir) for _ in range(args.repeat)]
+    floor = [_run([python, "-c", _FLOOR, str(a), str(b)], workdir) for _ in range(args.repeat)]
+    start_only = [_run([python, "-c", "import spanchor_core.cli"], workdir) for _ in range(3)]
+    print(_summary("spanchor compare a b -o c -q", runs))
+    print(_summary("floor: read + json.loads both", floor))
+    print(_summary("interpreter + import spanchor", start_only))
+    subprocess.run([python, "-c", _FLOOR, str(a), str(b)], check=True)
+    print(f"target: ≤ {TARGET_WALL:g} s wall, ≤ {TARGET_PEAK_MIB:g} MiB peak")
+    wall = statistics.median(s.wall for s in runs)
+    peak = statistics.median(s.peak_mib for s in runs)
+    ok = wall <= TARGET_WALL and peak <= TARGET_PEAK_MIB
+    print(f"{'MET' if ok else 'NOT MET'}: {wall:.2f} s, {peak:.0f} MiB")
+    if args.profile:
+        stats = workdir / "compare.prof"
+        profiled = [python, "-m", "cProfile", "-o", str(stats), *compare[1:]]
+        _run(profiled, workdir)
+        subprocess.run(
+            [
+                python,
+                "-c",
+                f"import pstats; pstats.Stats({str(stats)!r})"
+                ".sort_stats('tottime').print_stats(25)",
+            ],
+            check=True,
+        )
+    if args.keep_output is not None:
+        shutil.copyfile(out, args.keep_output)
+        print(f"comparison kept in {args.keep_output}")
+    if temp is not None:
+        temp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""The fast paths of the evaluation reader and the comparison writer give what the model gives.
+
+``read_evaluation`` builds well-formed files without pydantic (orjson, plain checks) and leaves
+everything else to the strict path; ``write_comparison`` writes the queries by hand in the bytes
+``json.dumps(indent=2)`` of the file model gives them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spanchor_core._io import loads_strict
+from spanchor_core.compare import compare, write_comparison
+from spanchor_core.compare.file import _to_file
+from spanchor_core.errors import EvaluationFileError
+from spanchor_core.evaluate import (
+    Evaluation,
+    EvaluationSettings,
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    QueryStatus,
+    read_evaluation,
+    write_evaluation,
+)
+from spanchor_core.evaluate import file as evaluation_file
+from spanchor_core.evaluate.model import TraceSummary
+from spanchor_core.policy import Policy
+from spanchor_core.spans import DocSpan
+
+NAMES = ("recall@1", "recall@5", "mrr", "retrieved_chars@5", "mine:custom")
+
+
+def _evaluation(shift: float = 0.0) -> Evaluation:
+    queries = {}
+    for n, qid in enumerate(["q1", "q:2", "fråga 3", 'q"4', "q5"]):
+        results = (
+            LocatedResult(1, "exact", "docs/a:b.md", 0, 10, 1.0),
+            LocatedResult(2, "unmapped", None, None, None, 0.0, hint_rejected=True),
+        )
+        queries[qid] = QueryEvaluation(
+            query_id=qid,
+            metrics={
+                "recall@1": min(1.0, 0.25 * n + shift),
+                "recall@5": 1.0,
+                "mrr": 0.5,
+                "retrieved_chars@5": 1234.0,
+                "mine:custom": -3.5,
+            },
+            status=QueryStatus.ERROR if n == 2 else QueryStatus.SCORED,
+            gold=(DocSpan("docs/a:b.md", 2, 8),),
+            results=results,
+            mapping=MappingStats.of(results),
+            error="Timeout: 30 s" if n == 2 else None,
+            traces=(TraceSummary("t:1", 2, ("a", "b:c"), "retrieve", None),) if n == 1 else (),
+        )
+    return Evaluation(
+        queries=queries,
+        settings=EvaluationSettings(
+            k=(1, 5), corpus_fingerprint="c" * 64, created_at="2026-01-01T00:00:00+00:00"
+        ),
+        metric_names=NAMES,
+        skipped={"q:9": "no anchors: none"},
+        records=5,
+    )
+
+
+def _slow(path: Path) -> Evaluation:
+    model = evaluation_file.EvaluationFile.model_validate(
+        loads_strict(path.read_text(encoding="utf-8"), path=path)
+    )
+    return evaluation_file._from_file(model)
+
+
+def test_fast_path_reads_what_the_model_reads(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    fast = evaluation_file._read_fast(path)
+    assert fast is not None  # our own file takes the fast path
+    slow = _slow(path)
+    assert dict(fast.queries) == dict(slow.queries)
+    for field in ("settings", "metric_names", "skipped", "mapping", "records", "warnings"):
+        assert getattr(fast, field) == getattr(slow, field)
+    assert read_evaluation(path).queries == slow.queries
+
+
+def test_whole_numbers_where_floats_go_are_read_as_floats(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    path.write_text(path.read_text().replace('"recall@5": 1.0', '"recall@5": 1'))
+    fast = evaluation_file._read_fast(path)
+    assert fast is not None
+    value = fast["q1"]["recall@5"]
+    assert type(value) is float
+    assert value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"rank": 2, ', '"rank": 9, "rank": 2, '),  # inside a result
+        ('"query_id": "q5", ', '"query_id": "q5", "query_id": "q5", '),
+        ('"recall@5": 1.0, ', '"recall@5": 0.0, "recall@5": 1.0, '),
+    ],
+)
+def test_a_repeated_key_is_refused_by_the_fast_reader_too(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    assert evaluation_file._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match="appears twice in one object"):
+        read_evaluation(path)
+
+
+def test_an_escaped_colon_goes_the_strict_way(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    path.write_text(path.read_text().replace('"q:2"', '"q\\u003a2"'))
+    assert evaluation_file._read_fast(path) is None
+    assert "q:2" in read_evaluation(path)
+
+
+@pytest.mark.parametrize(("name", "value"), [("recall@5", 1.5), ("mrr", -0.25)])
+def test_a_built_in_score_outside_0_1_is_refused_with_its_line(
+    tmp_path: Path, name: str, value: float
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text()
+    old = f'"{name}": {0.5 if name == "mrr" else 1.0}'
+    lines = text.splitlines()
+    line = next(i for i, row in enumerate(lines, 1) if '"query_id": "q5"' in row)
+    lines[line - 1] = lines[line - 1].replace(old, f'"{name}": {value}')
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EvaluationFileError) as caught:
+        read_evaluation(path)
+    message = str(caught.value)
+    assert f"{path}:{line}:" in message
+    assert f"{name} is {value!r}, outside [0, 1]" in message
+    assert "'q5'" in message
+
+
+def test_counts_and_custom_metrics_may_lie_outside_0_1(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    evaluation = read_evaluation(path)
+    assert evaluation["q1"]["retrieved_chars@5"] == 1234.0
+    assert evaluation["q1"]["mine:custom"] == -3.5
+
+
+def test_write_comparison_bytes_are_those_of_the_model(tmp_path: Path) -> None:
+    policy = Policy(max_drop={"recall@1": 0.0, "mrr": 0.1}, flaky_queries=("q5",))
+    policy_all = Policy(max_drop={"recall@1": 0.0}, aggregate={})
+    for base, cand, chosen in (
+        (_evaluation(), _evaluation(-0.2), policy),
+        (_evaluation(-0.2), _evaluation(), policy),
+        (_evaluation(), _evaluation(), policy_all),
+    ):
+        comparison = compare(base, cand, chosen)
+        path = tmp_path / "c.json"
+        write_comparison(comparison, path)
+        expected = json.dumps(
+            _to_file(comparison).model_dump(mode="json"),
+            indent=2,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        assert path.read_text(encoding="utf-8") == expected + "\n"
