@@ -296,6 +296,12 @@ def _line_of_query(text: str, query_id: str) -> int | None:
     return None if position < 0 else text.count("\n", 0, position) + 1
 
 
+def _shown_name(name: str) -> str:
+    """A metric name as an error message shows it: quoted when it holds unprintable characters,
+    so that the message stays one line."""
+    return name if name.isprintable() else repr(name)
+
+
 def _check_consistent(model: EvaluationFile, path: Path, text: str) -> None:
     """A hand-edited or truncated file must fail here, not later inside a comparison."""
     seen: set[str] = set()
@@ -309,14 +315,15 @@ def _check_consistent(model: EvaluationFile, path: Path, text: str) -> None:
         absent = [name for name in names if name not in q.metrics]
         if absent:
             raise EvaluationFileError(
-                f"query {q.query_id!r} lacks {', '.join(absent)} (queries[{index}])",
+                f"query {q.query_id!r} lacks {', '.join(map(_shown_name, absent))} "
+                f"(queries[{index}])",
                 path=path,
                 hint="write evaluation files with spanchor evaluate -o",
             )
         for name, value in q.metrics.items():
             if not 0.0 <= value <= 1.0 and _is_score(name):
                 raise EvaluationFileError(
-                    f"query {q.query_id!r}: {name} is {value!r}, outside [0, 1] "
+                    f"query {q.query_id!r}: {_shown_name(name)} is {value!r}, outside [0, 1] "
                     f"(queries[{index}].metrics)",
                     path=path,
                     line=_line_of_query(text, q.query_id),
@@ -550,8 +557,11 @@ def _queries_fast(
             rank, result_status, document_id = r["rank"], r["status"], r["document_id"]
             start, end, confidence = r["start"], r["end"], r["confidence"]
             rejected = r.get("hint_rejected", False)
+            resolved_by, reason = r.get("resolved_by"), r.get("reason")
             if (
-                type(rank) is not int
+                type(resolved_by) not in _STR_OR_NONE
+                or type(reason) not in _STR_OR_NONE
+                or type(rank) is not int
                 or type(result_status) is not str
                 or type(document_id) not in _STR_OR_NONE
                 or type(start) not in _INT_OR_NONE
@@ -564,9 +574,21 @@ def _queries_fast(
             strings.append(result_status)
             if document_id is not None:
                 strings.append(document_id)
+            if resolved_by is not None:
+                strings.append(resolved_by)
+            if reason is not None:
+                strings.append(reason)
             located.append(
                 LocatedResult(
-                    rank, result_status, document_id, start, end, float(confidence), rejected
+                    rank,
+                    result_status,
+                    document_id,
+                    start,
+                    end,
+                    float(confidence),
+                    rejected,
+                    resolved_by,
+                    reason,
                 )
             )
         traces: list[TraceSummary] = []
