@@ -26,7 +26,8 @@ from spanchor_core.evaluate import (
     read_evaluation,
     write_evaluation,
 )
-from spanchor_core.evaluate import file as evaluation_file
+from spanchor_core.evaluate import file_read as evaluation_file
+from spanchor_core.evaluate.file_models import EvaluationFile
 from spanchor_core.evaluate.model import TraceSummary
 from spanchor_core.policy import Policy
 from spanchor_core.spans import DocSpan
@@ -69,9 +70,7 @@ def _evaluation(shift: float = 0.0) -> Evaluation:
 
 
 def _slow(path: Path) -> Evaluation:
-    model = evaluation_file.EvaluationFile.model_validate(
-        loads_strict(path.read_text(encoding="utf-8"), path=path)
-    )
+    model = EvaluationFile.model_validate(loads_strict(path.read_text(encoding="utf-8"), path=path))
     return evaluation_file._from_file(model)
 
 
