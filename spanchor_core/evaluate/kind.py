@@ -97,6 +97,15 @@ def holds_evaluation(path: str | os.PathLike[str]) -> bool:
     except (ValueError, RecursionError):
         pass  # not a JSON value on its own: look at the whole document
     try:
+        with file.open("rb") as handle:
+            head = handle.read(65536).decode("utf-8-sig", errors="ignore")
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", path=file) from None
+    if _leading_kind(head) == EVALUATION_KIND:
+        # The top object's first key says it (our writer puts ``kind`` first): no need to
+        # parse a file of hundreds of megabytes whole just to read one string.
+        return True
+    try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read file: {err}", path=file) from None
