@@ -16,7 +16,6 @@ with ``path:line``. Files are written whole with :func:`~spanchor_core._io.atomi
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,6 +36,7 @@ from spanchor_core.diagnosis.inventory import (
     map_inventory,
 )
 from spanchor_core.locate import Locator
+from spanchor_core.runs.file_models import check_timestamp, utc_now
 
 __all__ = [
     "CHUNKS_KIND",
@@ -54,10 +54,6 @@ CHUNKS_KIND: Final = "spanchor.chunks"
 CHUNKS_SCHEMA_VERSION: Final = 1
 
 
-def _utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class ChunksHeader(BaseModel):
     """The first line of a chunk inventory file: what index the chunks are from."""
 
@@ -66,7 +62,7 @@ class ChunksHeader(BaseModel):
     kind: Literal["spanchor.chunks"] = CHUNKS_KIND
     schema_version: Literal[1] = CHUNKS_SCHEMA_VERSION
     spanchor_version: str = Field(default_factory=lambda: __version__)
-    created_at: str = Field(default_factory=_utc_now)
+    created_at: str = Field(default_factory=utc_now)
     description: str = ""
     """The chunker or index, in words (``"400-char windows, overlap 200"``)."""
     parameters: dict[str, Any] = Field(default_factory=dict)
@@ -76,13 +72,7 @@ class ChunksHeader(BaseModel):
     @field_validator("created_at", mode="after")
     @classmethod
     def _iso_8601_with_zone(cls, value: str) -> str:
-        try:
-            parsed = dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
-        if parsed.tzinfo is None:
-            raise ValueError(f"timestamp {value!r} has no time zone; write it in UTC ('Z')")
-        return value
+        return check_timestamp(value)
 
 
 class ChunkLine(BaseModel):
@@ -162,7 +152,7 @@ def write_chunks(
             parameters=json.loads(_dumps(dict(parameters or {}))),
             corpus_fingerprint=corpus_fingerprint,
             tags=json.loads(_dumps(dict(tags or {}))),
-            created_at=created_at or _utc_now(),
+            created_at=created_at or utc_now(),
         )
         text = "".join(_lines(header, items))
     except ValidationError as err:

@@ -24,6 +24,7 @@ __all__ = [
     "RetrievedResultModel",
     "RetrieverInfo",
     "RunHeader",
+    "check_timestamp",
     "run_file_schemas",
     "utc_now",
 ]
@@ -36,6 +37,18 @@ def utc_now() -> str:
     """The current time as the header writes it: ISO 8601, milliseconds, ``Z``."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     return now.replace("+00:00", "Z")
+
+
+def check_timestamp(value: str) -> str:
+    """``value`` if it is an ISO 8601 timestamp with a time zone (the rule of every file
+    header's ``created_at``); else ValueError, which pydantic reports as a field error."""
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no time zone; write it in UTC ('Z')")
+    return value
 
 
 class RetrieverInfo(BaseModel):
@@ -70,13 +83,7 @@ class RunHeader(BaseModel):
     @field_validator("created_at", mode="after")
     @classmethod
     def _iso_8601_with_zone(cls, value: str) -> str:
-        try:
-            parsed = dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
-        if parsed.tzinfo is None:
-            raise ValueError(f"timestamp {value!r} has no time zone; write it in UTC ('Z')")
-        return value
+        return check_timestamp(value)
 
     @field_validator("tags", mode="after")
     @classmethod
