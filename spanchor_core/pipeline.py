@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from spanchor_core.compare import BAD_INPUT_FINDINGS, Comparison, compare
+from spanchor_core.compare.noise import RepeatedBaseline, repeated_baseline
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
 from spanchor_core.errors import InputError, RunError
@@ -49,6 +50,7 @@ __all__ = [
     "file_kind",
     "load_pair",
     "load_side",
+    "load_sides",
     "open_run",
     "policy_with_drops",
     "run_evaluation",
@@ -269,15 +271,53 @@ def load_pair(
     and with the library defaults when both sides are runs. ``progress("baseline")`` /
     ``progress("candidate")`` may return a progress callback for scoring that side.
     """
-    known = {"baseline": _as_known(baseline), "candidate": _as_known(candidate)}
-    reference = next((side for side in known.values() if isinstance(side, Evaluation)), None)
+    (base,), cand = load_sides(
+        [baseline],
+        candidate,
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        group=group,
+    )
+    return base, cand
+
+
+def load_sides(
+    baselines: Sequence[EvaluationSource],
+    candidate: EvaluationSource,
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] | None = None,
+    min_overlap: float | None = None,
+    allow_mismatch: bool = False,
+    progress: SideProgress | None = None,
+    group: str = "auto",
+) -> tuple[tuple[Evaluation, ...], Evaluation]:
+    """:func:`load_pair` for one or more baselines (repeated runs of one configuration).
+
+    The baselines come back in the order given. With one baseline, ``progress`` is asked for
+    ``"baseline"``; with several, for ``"baseline NAME"`` (the file name).
+    """
+    sources = list(baselines)
+    known = [_as_known(source) for source in [*sources, candidate]]
+    reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
         k = DEFAULT_K if reference is None else reference.settings.k
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
     locator = Locator(corpus) if corpus is not None else None  # indexed lazily, at most once
-    loaded = {
-        side: source
+    labels = ["baseline"]
+    if len(sources) > 1:
+        labels = [
+            f"baseline {Path(s).name}" if isinstance(s, str | os.PathLike) else f"baseline {i}"
+            for i, s in enumerate(sources, start=1)
+        ]
+    loaded = [
+        source
         if isinstance(source, Evaluation)
         else _scored(
             source,
@@ -290,9 +330,9 @@ def load_pair(
             locator=locator,
             group=group,
         )
-        for side, source in known.items()
-    }
-    return loaded["baseline"], loaded["candidate"]
+        for side, source in zip([*labels, "candidate"], known, strict=True)
+    ]
+    return tuple(loaded[:-1]), loaded[-1]
 
 
 # -- evaluate: one run, its checks and its exit code --------------------------------------------
@@ -411,6 +451,9 @@ class GateOutcome:
     corpus: Corpus | None
     diagnosis: RegressionDiagnosis | None = None
     """Why each regressed query regressed (:mod:`spanchor_core.diagnosis`); None without any."""
+    baselines: tuple[Evaluation, ...] = ()
+    """With several baselines, all of them sorted by path; ``baseline`` is then the first,
+    the one reports and the diagnosis take their retrieved evidence from."""
 
     @property
     def unmapped_exceeded(self) -> bool:
@@ -450,13 +493,17 @@ def run_gate(
     """Evaluate both sides as needed and compare them under the configured policy.
 
     ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
+    Several baselines (``config.baselines``) are combined by
+    :func:`~spanchor_core.compare.noise.repeated_baseline`: each query's spread across them is
+    its noise band, and baselines of another gold set or corpus are bad input naming the file.
     ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
     ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
-    baseline, candidate = load_pair(
-        config.baseline,
+    paths = config.baseline_paths
+    baselines, candidate = load_sides(
+        paths,
         config.candidate,
         corpus=corpus,
         gold=gold,
@@ -467,8 +514,17 @@ def run_gate(
         group=config.group,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
+    members: tuple[Evaluation, ...] = ()
+    if len(baselines) == 1:
+        (baseline,) = baselines
+        reference: Evaluation | RepeatedBaseline = baseline
+    else:
+        labelled = sorted(zip(map(str, paths), baselines, strict=True), key=lambda p: p[0])
+        reference = repeated_baseline(labelled)
+        members = tuple(evaluation for _, evaluation in labelled)
+        baseline = members[0]
     comparison = compare(
-        baseline,
+        reference,
         candidate,
         chosen,
         seed=config.seed,
@@ -477,4 +533,4 @@ def run_gate(
     diagnosis = (
         diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
     )
-    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis)
+    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis, members)
