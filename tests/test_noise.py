@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spanchor_core.compare import MappingMetricTable, TableSettings, compare, write_comparison
+from spanchor_core.compare import (
+    MappingMetricTable,
+    TableSettings,
+    compare,
+    read_comparison,
+    write_comparison,
+)
 from spanchor_core.compare.model import ChangeStatus
 from spanchor_core.compare.noise import measure_noise, repeated_baseline
 from spanchor_core.compare.statistics import paired_statistics
@@ -162,3 +168,14 @@ def test_a_policy_is_never_written_over_an_input(tmp_path: Path) -> None:
         check_policy_target(tmp_path / "pyproject.toml", updates=tmp_path / "pyproject.toml")
     assert check_policy_target(policy, inputs=[run], updates=policy) == policy
     assert check_policy_target(tmp_path / "new.json", inputs=[run]) == tmp_path / "new.json"
+
+
+def test_the_noise_block_reads_back(tmp_path: Path) -> None:
+    result = compare(
+        repeated_baseline(BASELINES), _table({"q1": 1.0, "q2": 0.3, "q3": 0.8}), POLICY
+    )
+    write_comparison(result, tmp_path / "c.json")
+    again = read_comparison(tmp_path / "c.json")
+    assert again.noise == result.noise
+    write_comparison(again, tmp_path / "d.json")
+    assert (tmp_path / "c.json").read_bytes() == (tmp_path / "d.json").read_bytes()

@@ -311,6 +311,7 @@ def gate(
     baseline: Annotated[
         list[Path] | None,
         typer.Option(
+            metavar="FILE",
             help="Baseline run or evaluation; repeat it for repeated runs of one configuration "
             "(their spread is each query's noise band).",
         ),
