@@ -226,3 +226,17 @@ def test_noise_never_overwrites_an_input_or_another_file(
     written = load_policy(fresh)
     assert written.max_drop == {"recall@10": 0.0}  # the default policy, with the noise
     assert written.flaky_queries == TIED
+
+
+def test_each_baseline_is_checked_for_trust_on_its_own(
+    second: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = read_run(second)
+    partial = tmp_path / "partial.jsonl"
+    write_run(dataclasses.replace(run, records=run.records[:50], path=None), partial)
+    code, out, _ = _gate(capsys, BASE, partial)
+    assert code == 3
+    lines = out.splitlines()
+    assert lines[0].startswith("baseline (2 runs, the least complete): 50/57 gold queries")
+    assert lines[2].startswith(f"untrusted: the baseline {partial} run is incomplete: 7 of 57")
+    assert lines[-1].startswith("UNTRUSTED")
