@@ -190,7 +190,10 @@ def test_noise_writes_the_flaky_queries_into_the_policy_it_is_told_to_update(
     updated = load_policy(policy)
     assert updated.flaky_queries == TIED
     assert updated.max_drop == {"recall@5": 0.1, "hit@5": 0.0}
-    assert updated.noise_floor == pytest.approx(3 / 57)  # 3 of 57 queries lose recall and hit
+    assert updated.noise_floor == 1e-9  # left alone without --floor: it widens every tolerance
+    code, _, _ = _run(capsys, *common, "--policy", str(policy), "-o", str(policy), "-q", "--floor")
+    assert code == 0
+    assert load_policy(policy).noise_floor == pytest.approx(3 / 57)  # 3 of 57 lose recall, hit
     # the same command again writes the same bytes
     first = policy.read_bytes()
     assert _run(capsys, *common, "--policy", str(policy), "-o", str(policy), "-q")[0] == 0

@@ -39,7 +39,7 @@ def _table(outcome: NoiseOutcome) -> Table:
     return table
 
 
-def _summary(outcome: NoiseOutcome) -> list[str]:
+def _summary(outcome: NoiseOutcome, floor: bool) -> list[str]:
     report = outcome.report
     ids = outcome.flaky_queries
     listed = ", ".join(ids[:_SHOWN]) + (
@@ -49,7 +49,8 @@ def _summary(outcome: NoiseOutcome) -> list[str]:
     return [
         f"{len(report.baselines)} baselines, {report.queries} queries held by all of them",
         f"flaky on a gated metric ({gated}): {len(ids)}" + (f" ({listed})" if ids else ""),
-        f"noise floor (largest spread of a gated metric's mean): {outcome.noise_floor:.6g}",
+        f"noise floor (largest spread of a gated metric's mean): {outcome.noise_floor:.6g}"
+        + ("" if floor else " (written only with --floor: it widens every tolerance)"),
     ]
 
 
@@ -88,8 +89,12 @@ def noise_command(
     ] = True,
     floor: Annotated[
         bool,
-        typer.Option("--floor/--no-floor", help="Raise the policy's noise floor to the measured."),
-    ] = True,
+        typer.Option(
+            "--floor/--no-floor",
+            help="Also raise the policy's noise floor to the measured spread of the means. "
+            "Off by default: the floor widens every per-query tolerance too.",
+        ),
+    ] = False,
     allow_mismatch: Annotated[
         bool,
         typer.Option(
@@ -103,7 +108,8 @@ def noise_command(
 
     A query whose gated metric differs between the repeats is flaky; the noise floor is the
     largest spread of a gated metric's mean between them. With -o, the policy (--policy, or
-    the default one) is written with those flaky queries added and its noise floor raised.
+    the default one) is written with those flaky queries added (and, with --floor, its noise
+    floor raised to the measured one).
 
     Example: spanchor noise runs/base-1.jsonl runs/base-2.jsonl runs/base-3.jsonl
     --docs docs --gold gold.jsonl --policy policy.json -o policy.json
@@ -125,7 +131,7 @@ def noise_command(
     console = out_console()
     if not quiet:
         console.print(_table(outcome))
-    for line in _summary(outcome):
+    for line in _summary(outcome, floor):
         console.print(line, markup=False)
     if target is not None:
         updated = with_noise(
