@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Literal
 
 from spanchor_core.compare import BAD_INPUT_FINDINGS, Comparison, compare
+from spanchor_core.compare.noise import (
+    NoiseReport,
+    RepeatedBaseline,
+    measure_noise,
+    repeated_baseline,
+)
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
 from spanchor_core.errors import InputError, RunError
@@ -36,7 +42,7 @@ from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
-from spanchor_core.policy import Policy, policy_from_mapping
+from spanchor_core.policy import Policy, default_policy, policy_from_mapping
 from spanchor_core.runs import Run, RunStream, iter_run, read_run
 from spanchor_core.settings import GateConfig
 
@@ -46,13 +52,16 @@ __all__ = [
     "EvaluationSource",
     "GateOutcome",
     "GoldHashPolicy",
+    "NoiseOutcome",
     "file_kind",
     "load_pair",
     "load_side",
+    "load_sides",
     "open_run",
     "policy_with_drops",
     "run_evaluation",
     "run_gate",
+    "run_noise",
     "score_run",
 ]
 
@@ -269,15 +278,42 @@ def load_pair(
     and with the library defaults when both sides are runs. ``progress("baseline")`` /
     ``progress("candidate")`` may return a progress callback for scoring that side.
     """
-    known = {"baseline": _as_known(baseline), "candidate": _as_known(candidate)}
-    reference = next((side for side in known.values() if isinstance(side, Evaluation)), None)
+    (base,), cand = load_sides(
+        [baseline],
+        candidate,
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        group=group,
+    )
+    return base, cand
+
+
+def _load_all(
+    sides: Sequence[tuple[str, EvaluationSource]],
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] | None,
+    min_overlap: float | None,
+    allow_mismatch: bool,
+    progress: SideProgress | None,
+    group: str,
+) -> list[Evaluation]:
+    """Every ``(label, source)`` as an evaluation, runs scored with one corpus index and, where
+    ``k``/``min_overlap`` are None, the settings of the first side that is an evaluation."""
+    known = [_as_known(source) for _, source in sides]
+    reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
         k = DEFAULT_K if reference is None else reference.settings.k
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
     locator = Locator(corpus) if corpus is not None else None  # indexed lazily, at most once
-    loaded = {
-        side: source
+    return [
+        source
         if isinstance(source, Evaluation)
         else _scored(
             source,
@@ -286,13 +322,49 @@ def load_pair(
             k=k,
             min_overlap=min_overlap,
             allow_mismatch=allow_mismatch,
-            progress=None if progress is None else progress(side),
+            progress=None if progress is None else progress(label),
             locator=locator,
             group=group,
         )
-        for side, source in known.items()
-    }
-    return loaded["baseline"], loaded["candidate"]
+        for (label, _), source in zip(sides, known, strict=True)
+    ]
+
+
+def load_sides(
+    baselines: Sequence[EvaluationSource],
+    candidate: EvaluationSource,
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int] | None = None,
+    min_overlap: float | None = None,
+    allow_mismatch: bool = False,
+    progress: SideProgress | None = None,
+    group: str = "auto",
+) -> tuple[tuple[Evaluation, ...], Evaluation]:
+    """:func:`load_pair` for one or more baselines (repeated runs of one configuration).
+
+    The baselines come back in the order given. With one baseline, ``progress`` is asked for
+    ``"baseline"``; with several, for ``"baseline NAME"`` (the file name).
+    """
+    sources = list(baselines)
+    labels = ["baseline"]
+    if len(sources) > 1:
+        labels = [
+            f"baseline {Path(s).name}" if isinstance(s, str | os.PathLike) else f"baseline {i}"
+            for i, s in enumerate(sources, start=1)
+        ]
+    loaded = _load_all(
+        [*zip(labels, sources, strict=True), ("candidate", candidate)],
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        group=group,
+    )
+    return tuple(loaded[:-1]), loaded[-1]
 
 
 # -- evaluate: one run, its checks and its exit code --------------------------------------------
@@ -411,6 +483,9 @@ class GateOutcome:
     corpus: Corpus | None
     diagnosis: RegressionDiagnosis | None = None
     """Why each regressed query regressed (:mod:`spanchor_core.diagnosis`); None without any."""
+    baselines: tuple[Evaluation, ...] = ()
+    """With several baselines, all of them sorted by path; ``baseline`` is then the first,
+    the one reports and the diagnosis take their retrieved evidence from."""
 
     @property
     def unmapped_exceeded(self) -> bool:
@@ -450,13 +525,17 @@ def run_gate(
     """Evaluate both sides as needed and compare them under the configured policy.
 
     ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
+    Several baselines (``config.baselines``) are combined by
+    :func:`~spanchor_core.compare.noise.repeated_baseline`: each query's spread across them is
+    its noise band, and baselines of another gold set or corpus are bad input naming the file.
     ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
     ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
-    baseline, candidate = load_pair(
-        config.baseline,
+    paths = config.baseline_paths
+    baselines, candidate = load_sides(
+        paths,
         config.candidate,
         corpus=corpus,
         gold=gold,
@@ -467,8 +546,17 @@ def run_gate(
         group=config.group,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
+    members: tuple[Evaluation, ...] = ()
+    if len(baselines) == 1:
+        (baseline,) = baselines
+        reference: Evaluation | RepeatedBaseline = baseline
+    else:
+        labelled = sorted(zip(map(str, paths), baselines, strict=True), key=lambda p: p[0])
+        reference = repeated_baseline(labelled)
+        members = tuple(evaluation for _, evaluation in labelled)
+        baseline = members[0]
     comparison = compare(
-        baseline,
+        reference,
         candidate,
         chosen,
         seed=config.seed,
@@ -477,4 +565,78 @@ def run_gate(
     diagnosis = (
         diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
     )
-    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis)
+    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis, members)
+
+
+# -- noise: N repeats of one configuration -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseOutcome:
+    """What ``spanchor noise`` measured: the repeats (sorted by path) and their disagreement."""
+
+    baselines: tuple[Evaluation, ...]
+    report: NoiseReport
+    policy: Policy
+    """The policy the flaky queries and the floor are for: the given one, else the default."""
+
+    @property
+    def gated(self) -> tuple[str, ...]:
+        """The metrics the policy gates (and that the repeats report)."""
+        names = {row.metric for row in self.report.metrics}
+        return tuple(name for name in self.policy.gated_metrics if name in names)
+
+    @property
+    def flaky_queries(self) -> tuple[str, ...]:
+        """Queries flaky on a gated metric: what goes into the policy's ``flaky_queries``."""
+        return self.report.flaky_queries(self.gated)
+
+    @property
+    def noise_floor(self) -> float:
+        """The largest spread of a gated metric's mean between the repeats."""
+        return self.report.noise_floor(self.gated)
+
+
+def run_noise(
+    baselines: Sequence[str | os.PathLike[str]],
+    *,
+    docs: str | os.PathLike[str] | None = None,
+    gold: str | os.PathLike[str] | None = None,
+    k: Sequence[int] | None = None,
+    min_overlap: float | None = None,
+    globs: Sequence[str] = DEFAULT_GLOBS,
+    allow_mismatch: bool = False,
+    group: str = "auto",
+    policy: Policy | None = None,
+    progress: SideProgress | None = None,
+) -> NoiseOutcome:
+    """Score (or read) N repeated baselines and measure how much they disagree.
+
+    Run files need ``docs`` and ``gold``; all baselines must be of one gold set and corpus
+    (:class:`InputError` naming the odd file). Flakiness counts differences larger than the
+    policy's noise floor. Without ``policy``, the default one (:func:`compare`'s) names the
+    gated metrics.
+    """
+    paths = [Path(p) for p in baselines]
+    corpus = load_corpus(docs, globs=tuple(globs)) if docs is not None else None
+    gold_set = read_gold(gold) if gold is not None else None
+    if len(paths) < 2:
+        raise InputError(
+            f"measuring noise needs at least two baselines, got {len(paths)}",
+            hint="record the same configuration two or more times and give every run file",
+        )
+    loaded = _load_all(
+        [(f"baseline {path.name}", path) for path in paths],
+        corpus=corpus,
+        gold=gold_set,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        group=group,
+    )
+    labelled = sorted(zip(map(str, paths), loaded, strict=True), key=lambda pair: pair[0])
+    if policy is None:
+        policy = default_policy(labelled[0][1].metric_names)
+    report = measure_noise(labelled, floor=policy.noise_floor)
+    return NoiseOutcome(tuple(e for _, e in labelled), report, policy)

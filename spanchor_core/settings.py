@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spanchor_core.corpus import DEFAULT_GLOBS
 from spanchor_core.errors import EvaluationFileError, InputError
@@ -54,6 +54,10 @@ class SpanchorSettings(BaseModel):
     """The gold set (JSONL)."""
     baseline: Path | None = None
     """The baseline: a run file or an evaluation (``spanchor evaluate -o``)."""
+    baselines: tuple[Path, ...] = ()
+    """Several baselines, repeated runs of one configuration: their spread is each query's
+    noise band (:mod:`spanchor_core.compare.noise`). Together with ``baseline`` if both are
+    set; the order does not matter."""
     candidate: Path | None = None
     """The candidate: a run file or an evaluation."""
     k: tuple[int, ...] = DEFAULT_K
@@ -103,10 +107,27 @@ class SpanchorSettings(BaseModel):
 
 
 class GateConfig(SpanchorSettings):
-    """Everything ``spanchor gate`` needs: the settings, with both sides of the gate named."""
+    """Everything ``spanchor gate`` needs: the settings, with both sides of the gate named.
+
+    ``baselines`` alone names the baseline too (its first entry fills ``baseline``).
+    """
 
     baseline: Path
     candidate: Path
+
+    @model_validator(mode="before")
+    @classmethod
+    def _baseline_from_list(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("baseline") is None:
+            several = data.get("baselines")
+            if isinstance(several, list | tuple) and several:
+                data = {**data, "baseline": several[0]}
+        return data
+
+    @property
+    def baseline_paths(self) -> tuple[Path, ...]:
+        """Every baseline: ``baseline`` and ``baselines``, each once, in the order given."""
+        return tuple(dict.fromkeys((self.baseline, *self.baselines)))
 
 
 _PATH_KEYS = ("docs", "gold", "baseline", "candidate", "report", "json", "junit", "html")
@@ -143,6 +164,8 @@ def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str,
     for key, value in found.items():
         if isinstance(value, str) and (key in _PATH_KEYS or key == "policy"):
             value = file.parent / value
+        elif key == "baselines" and isinstance(value, list):
+            value = [file.parent / v if isinstance(v, str) else v for v in value]
         table[key] = value
     return table
 

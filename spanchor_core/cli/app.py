@@ -23,6 +23,7 @@ from spanchor_core.cli.errors import (
 )
 from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
+from spanchor_core.cli.noise import noise_command
 from spanchor_core.exit_codes import ExitCode
 
 __all__ = ["app", "main"]
@@ -59,6 +60,7 @@ app.command()(corpus.validate)
 app.command()(evaluation.evaluate)
 app.command("compare")(evaluation.compare_command)
 app.command()(evaluation.gate)
+app.command("noise")(noise_command)
 app.command()(authoring.locate)
 app.add_typer(authoring.anchor_app, name="anchor")
 app.add_typer(authoring.query_app, name="query")

@@ -42,6 +42,7 @@ from spanchor_core.render.terminal import (
     diagnosis_lines,
     evaluation_table,
     mapping_line,
+    noise_lines,
     trust_lines,
 )
 from spanchor_core.render.text import escape_control
@@ -162,6 +163,8 @@ def _print_comparison(
             console.print(line)
     for line in comparison_findings(comparison):
         console.print(line)
+    for line in [] if quiet else noise_lines(comparison):
+        console.print(line)
     console.print(comparison_verdict(comparison))
 
 
@@ -207,6 +210,15 @@ def _write_outputs(
 def compare_command(
     baseline: Annotated[Path, typer.Argument(help="Baseline evaluation or run file.")],
     candidate: Annotated[Path, typer.Argument(help="Candidate evaluation or run file.")],
+    also_baseline: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Another baseline run of the same configuration (repeatable): their spread "
+            "is each query's noise band.",
+        ),
+    ] = None,
     policy: Annotated[
         Path | None, typer.Option("--policy", help="Policy file: JSON, TOML or pyproject.toml.")
     ] = None,
@@ -256,12 +268,16 @@ def compare_command(
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
 
+    With --baseline FILE (repeatable), BASELINE and those files are repeated runs of one
+    configuration: a candidate inside a query's band of baseline values is not a regression.
+
     Example: spanchor compare base.json cand.json --policy policy.json -o comparison.json
     """
     config = GateConfig(
         docs=docs,
         gold=gold,
         baseline=baseline,
+        baselines=tuple(also_baseline or ()),
         candidate=candidate,
         k=parse_k(k),
         globs=globs(glob),
@@ -292,7 +308,14 @@ def gate(
     ] = None,
     docs: Annotated[Path | None, typer.Option(help="Documents directory.")] = None,
     gold: Annotated[Path | None, typer.Option(help="Gold set.")] = None,
-    baseline: Annotated[Path | None, typer.Option(help="Baseline run or evaluation.")] = None,
+    baseline: Annotated[
+        list[Path] | None,
+        typer.Option(
+            metavar="FILE",
+            help="Baseline run or evaluation; repeat it for repeated runs of one configuration "
+            "(their spread is each query's noise band).",
+        ),
+    ] = None,
     candidate: Annotated[Path | None, typer.Option(help="Candidate run or evaluation.")] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy file.")] = None,
     k: Annotated[
@@ -346,7 +369,8 @@ def gate(
         config_file,
         docs=docs,
         gold=gold,
-        baseline=baseline,
+        baseline=baseline[0] if baseline else None,
+        baselines=tuple(baseline[1:]) if baseline else None,  # the command line replaces both
         candidate=candidate,
         policy=policy,
         k=None if k is None else parse_k(k),

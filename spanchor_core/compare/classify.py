@@ -24,6 +24,11 @@ The rules, in the order they are applied:
   small real gains were invisible). A query is REGRESSION if any per-query gated metric
   regressed, else IMPROVED if any improved, else UNCHANGED. Metrics gated only on their mean
   carry deltas but no per-query status. Regressions of allow-listed flaky queries are warnings.
+* **Several baselines.** Given a :class:`~spanchor_core.compare.noise.RepeatedBaseline`, a
+  query's delta is measured from the nearest edge of its band ``[min, max]`` over the
+  baselines (0 inside), the shown baseline value and the aggregates use the per-query mean,
+  each baseline is checked for trust on its own, and ``Comparison.noise`` lists the flaky
+  queries (:mod:`spanchor_core.compare.noise`).
 * **Aggregates**, for every gated metric over the compared queries: means, the mean delta, a
   paired percentile-bootstrap confidence interval of it and a paired sign-flip permutation
   p-value (two-sided; ``(1 + #{|flipped sum| >= |observed sum|}) / (1 + resamples)``, so never
@@ -59,6 +64,7 @@ from spanchor_core.compare.model import (
     AggregateChange,
     ChangeStatus,
     Comparison,
+    Coverage,
     Finding,
     MetricChange,
     MetricTable,
@@ -66,6 +72,7 @@ from spanchor_core.compare.model import (
     Severity,
     TableSettings,
 )
+from spanchor_core.compare.noise import RepeatedBaseline
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
 from spanchor_core.compare.trust import coverage_of, trust_findings
 from spanchor_core.errors import InputError
@@ -256,7 +263,12 @@ def compare(
     common = sorted(base_set & cand_set)
     only_base = sorted(base_set - cand_set)
     only_cand = sorted(cand_set - base_set)
-    findings.extend(trust_findings("baseline", baseline, policy, max_unmapped_rate))
+    repeated = baseline if isinstance(baseline, RepeatedBaseline) else None
+    if repeated is None:
+        findings.extend(trust_findings("baseline", baseline, policy, max_unmapped_rate))
+    else:  # each repeat is checked on its own, named by its label (its file)
+        for label, member in repeated.members:
+            findings.extend(trust_findings(f"baseline {label}", member, policy, max_unmapped_rate))
     findings.extend(trust_findings("candidate", candidate, policy, max_unmapped_rate))
     findings.extend(_missing_findings(only_base, only_cand, policy))
     if len(common) < policy.min_queries:
@@ -291,6 +303,7 @@ def compare(
 
     directions = {name: policy.direction(name) for name in metrics}
     deltas = np.zeros((len(metrics), len(common)))
+    query_deltas = deltas if repeated is None else np.zeros((len(metrics), len(common)))
     base_values: list[list[float]] = []
     cand_values: list[list[float]] = []
     base_means: list[float] = []
@@ -308,6 +321,11 @@ def compare(
         cand_values.append(after.tolist())
         base_means.append(float(before.mean()) if common else math.nan)
         cand_means.append(float(after.mean()) if common else math.nan)
+        if repeated is not None:  # per query: from the nearest edge of the baselines' band
+            low, high = repeated.band(name, common)
+            delta = after - np.clip(after, low, high)
+            delta[np.abs(delta) <= noise] = 0.0
+            query_deltas[j] = delta
         improvement = delta if directions[name] == "higher" else -delta
         if name in policy.max_drop:
             per_query[j] = True
@@ -316,7 +334,7 @@ def compare(
 
     flaky = set(policy.flaky_queries)
     rows: list[QueryChange] = []
-    delta_lists: list[list[float]] = deltas.tolist()
+    delta_lists: list[list[float]] = query_deltas.tolist()
     regress_lists: list[list[bool]] = regress.tolist()
     improve_lists: list[list[bool]] = improve.tolist()
     any_regress = cast(list[bool], regress.any(axis=0).tolist())
@@ -371,9 +389,18 @@ def compare(
         seed=chosen_seed,
         baseline_settings=base_settings,
         candidate_settings=cand_settings,
-        baseline_coverage=coverage_of(baseline),
+        baseline_coverage=_baseline_coverage(baseline),
         candidate_coverage=coverage_of(candidate),
+        noise=None if repeated is None else repeated.summary(metrics, common, noise),
     )
+
+
+def _baseline_coverage(baseline: MetricTable) -> Coverage | None:
+    """The baseline's coverage; of several baselines, the least complete (the strictest)."""
+    if not isinstance(baseline, RepeatedBaseline):
+        return coverage_of(baseline)
+    known = [c for _, m in baseline.members if (c := coverage_of(m)) is not None]
+    return min(known, key=lambda c: (c.rate, c.covered), default=None)
 
 
 def _regression_findings(rows: Sequence[QueryChange]) -> list[Finding]:

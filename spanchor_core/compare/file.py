@@ -25,7 +25,9 @@ from spanchor_core.compare.model import (
     ChangeStatus,
     Comparison,
     Finding,
+    FlakyQuery,
     MetricChange,
+    NoiseSummary,
     QueryChange,
     Severity,
     TableSettings,
@@ -94,6 +96,20 @@ class _AggregateModel(_Model):
     gate_passed: bool | None
 
 
+class _FlakyModel(_Model):
+    query_id: str
+    bands: dict[str, tuple[float, float]]
+    """Gated metric -> ``[lowest, highest]`` value over the baselines."""
+
+
+class _NoiseModel(_Model):
+    """Written only when the baseline was several repeated runs (``compare/noise.py``)."""
+
+    baselines: int
+    mean_spread: dict[str, float]
+    flaky_queries: list[_FlakyModel]
+
+
 class ComparisonFile(_Model):
     """The comparison file: one JSON object, ``kind`` and ``schema_version`` first."""
 
@@ -112,6 +128,8 @@ class ComparisonFile(_Model):
     only_in_baseline: list[str]
     only_in_candidate: list[str]
     aggregates: list[_AggregateModel]
+    noise: _NoiseModel | None = None
+    """Several baselines: their count, each gated metric's mean spread, the flaky queries."""
     queries: list[_QueryModel]
 
 
@@ -152,6 +170,7 @@ def _to_file(comparison: Comparison, *, with_queries: bool = True) -> Comparison
         only_in_baseline=list(comparison.only_in_baseline),
         only_in_candidate=list(comparison.only_in_candidate),
         aggregates=[_AggregateModel(**_aggregate_dict(row)) for row in comparison.aggregates],
+        noise=_noise_model(comparison.noise),
         queries=[
             _QueryModel(
                 query_id=row.query_id,
@@ -167,6 +186,32 @@ def _to_file(comparison: Comparison, *, with_queries: bool = True) -> Comparison
             )
             for row in (comparison.queries if with_queries else ())
         ],
+    )
+
+
+def _noise_model(noise: NoiseSummary | None) -> _NoiseModel | None:
+    if noise is None:
+        return None
+    return _NoiseModel(
+        baselines=noise.baselines,
+        mean_spread=dict(noise.mean_spread),
+        flaky_queries=[
+            _FlakyModel(query_id=row.query_id, bands={name: (lo, hi) for name, lo, hi in row.bands})
+            for row in noise.flaky
+        ],
+    )
+
+
+def _noise_summary(model: _NoiseModel | None) -> NoiseSummary | None:
+    if model is None:
+        return None
+    return NoiseSummary(
+        model.baselines,
+        tuple(
+            FlakyQuery(row.query_id, tuple((n, lo, hi) for n, (lo, hi) in row.bands.items()))
+            for row in model.flaky_queries
+        ),
+        tuple(model.mean_spread.items()),
     )
 
 
@@ -211,6 +256,7 @@ def _from_file(model: ComparisonFile) -> Comparison:
         seed=model.seed,
         baseline_settings=settings(model.baseline),
         candidate_settings=settings(model.candidate),
+        noise=_noise_summary(model.noise),
     )
 
 
@@ -275,8 +321,11 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
     :func:`_query_text` in the same bytes ``json.dumps(indent=2)`` gives them.
     """
     target = Path(path)
+    data = _to_file(comparison, with_queries=False).model_dump(mode="json")
+    if data["noise"] is None:  # one baseline: the file is what it always was
+        del data["noise"]
     head = json.dumps(
-        _to_file(comparison, with_queries=False).model_dump(mode="json"),
+        data,
         indent=2,
         ensure_ascii=False,
         allow_nan=False,

@@ -22,10 +22,12 @@ __all__ = [
     "ChangeStatus",
     "Comparison",
     "Finding",
+    "FlakyQuery",
     "MappingMetricTable",
     "MetricChange",
     "MetricTable",
     "MetricTableSettings",
+    "NoiseSummary",
     "QueryChange",
     "Severity",
     "TableSettings",
@@ -159,7 +161,9 @@ class MetricChange:
     baseline: float
     candidate: float
     delta: float
-    """``candidate - baseline``, or 0.0 when within the noise floor."""
+    """``candidate - baseline``, or 0.0 when within the noise floor. With several baselines
+    (:mod:`.noise`), ``baseline`` is the per-query mean and ``delta`` is measured from the
+    nearest edge of the baselines' band (0.0 inside it)."""
     status: ChangeStatus | None
 
 
@@ -240,6 +244,34 @@ class Coverage:
 
 
 @dataclass(frozen=True, slots=True)
+class FlakyQuery:
+    """A query whose value of some gated metric differs between repeated baselines.
+
+    ``bands`` holds ``(metric, low, high)`` for each gated metric that differs, by name.
+    """
+
+    query_id: str
+    bands: tuple[tuple[str, float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseSummary:
+    """What several baselines of one configuration say about the noise (:mod:`.noise`).
+
+    ``mean_spread`` is, per gated metric, the largest minus the smallest of the baselines'
+    means over the compared queries: how far the aggregate moves between identical runs.
+    """
+
+    baselines: int
+    flaky: tuple[FlakyQuery, ...] = ()
+    mean_spread: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def flaky_ids(self) -> tuple[str, ...]:
+        return tuple(row.query_id for row in self.flaky)
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """The outcome of :func:`compare`. Queries are sorted by id, aggregates by metric name."""
 
@@ -255,6 +287,8 @@ class Comparison:
     candidate_settings: TableSettings = field(default_factory=TableSettings)
     baseline_coverage: Coverage | None = None
     candidate_coverage: Coverage | None = None
+    noise: NoiseSummary | None = None
+    """Set when the baseline was several repeated runs (:mod:`.noise`)."""
 
     @property
     def exit_code(self) -> ExitCode:

@@ -4,7 +4,9 @@ Pure numpy over a metrics x queries array, from local seeded generators only
 (``numpy.random.Generator(PCG64(seed))``; the sign flips use that seed's ``jumped()`` stream),
 so the result depends on nothing but the data and the seed. Exact enumeration of every sign
 pattern when ``2**n <= n_resamples``; see :mod:`spanchor_core.compare.classify` for how the
-comparison uses it.
+comparison uses it. With several baselines the deltas are ``candidate - per-query mean of the
+baselines`` (:mod:`spanchor_core.compare.noise` says why); this module does not know the
+difference.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ With no policy at all, :func:`default_policy` gates recall at the largest K with
 passed everything without a policy, which is wrong for a gate someone relies on.
 
 The package: ``directions`` (metric names and which way is better), ``model`` (the models and
-:func:`default_policy`), ``load`` (reading every file form).
+:func:`default_policy`), ``load`` (reading every file form), ``write`` (writing the rich JSON
+form, and folding measured noise into a policy: :func:`with_noise`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from spanchor_core.policy.model import (
     Policy,
     default_policy,
 )
+from spanchor_core.policy.write import check_policy_target, policy_json, with_noise, write_policy
 
 __all__ = [
     "DEFAULT_NOISE_FLOOR",
@@ -64,9 +66,13 @@ __all__ = [
     "BootstrapSettings",
     "Direction",
     "Policy",
+    "check_policy_target",
     "default_policy",
     "load_policy",
     "metric_direction",
     "policy_from_mapping",
     "policy_from_pyproject",
+    "policy_json",
+    "with_noise",
+    "write_policy",
 ]

@@ -62,6 +62,9 @@ def comparison_junit(
     _sub(properties, "property", name="exit_code", value=str(comparison.exit_code))
     _sub(properties, "property", name="seed", value=str(comparison.seed))
     _sub(properties, "property", name="spanchor_version", value=__version__)
+    if comparison.noise is not None:
+        _sub(properties, "property", name="baselines", value=str(comparison.noise.baselines))
+        _sub(properties, "property", name="flaky_queries", value=str(len(comparison.noise.flaky)))
 
     tests = failures = skipped = 0
     classname = _query_classname(comparison)

@@ -329,6 +329,35 @@ def _query_rows(
     return cells
 
 
+def _flaky_lines(comparison: Comparison, limit: int) -> list[str]:
+    """Several baselines: the flaky queries and the band of each metric that differs."""
+    noise = comparison.noise
+    if noise is None:
+        return []
+    lines = [f"### Flaky queries ({len(noise.flaky)}, across {noise.baselines} baselines)", ""]
+    if not noise.flaky:
+        return [*lines, "Every compared query scored the same in every baseline.", ""]
+    lines += [
+        "A candidate value inside a query's band (baseline min..max) is not a regression; "
+        "outside it, the change is measured from the nearest edge.",
+        "",
+    ]
+    rows = [
+        [
+            markdown_escape(row.query_id),
+            ", ".join(
+                f"{markdown_escape(name)} {format_number(lo)}..{format_number(hi)}"
+                for name, lo, hi in row.bands
+            ),
+        ]
+        for row in noise.flaky[:limit]
+    ]
+    lines += _table(["Query", "Band"], rows)
+    if len(noise.flaky) > limit:
+        lines += ["", more_text(limit, len(noise.flaky), "flaky queries")]
+    return [*lines, ""]
+
+
 def comparison_markdown(
     comparison: Comparison,
     *,
@@ -405,6 +434,8 @@ def comparison_markdown(
         if len(improved) > limit:
             lines += ["", more_text(limit, len(improved), "improvements")]
         lines.append("")
+
+    lines += _flaky_lines(comparison, limit)
 
     for side, ids in (
         ("baseline", comparison.only_in_baseline),

@@ -28,6 +28,7 @@ __all__ = [
     "default_policy_line",
     "evaluation_table",
     "mapping_line",
+    "noise_lines",
 ]
 
 
@@ -189,6 +190,24 @@ def trust_lines(comparison: Comparison) -> list[str]:
     for finding in comparison.untrusted:
         lines.append(f"[bold magenta]untrusted[/]: {_shown(finding.message)}")
     return lines
+
+
+_FLAKY_SHOWN = 5
+
+
+def noise_lines(comparison: Comparison) -> list[str]:
+    """With several baselines: how many, and the flaky queries (count and the first ids)."""
+    noise = comparison.noise
+    if noise is None:
+        return []
+    ids = noise.flaky_ids
+    line = f"[bold]noise[/]: {noise.baselines} baselines, {len(ids)} flaky quer"
+    line += "y" if len(ids) == 1 else "ies"
+    if ids:
+        more = f" and {len(ids) - _FLAKY_SHOWN} more" if len(ids) > _FLAKY_SHOWN else ""
+        line += f" ({_shown(', '.join(ids[:_FLAKY_SHOWN]))}{more})"
+    line += ": a candidate inside a query's band of baseline values is not a regression"
+    return [line]
 
 
 def diagnosis_lines(diagnosis: RegressionDiagnosis, limit: int = 10) -> list[str]:

@@ -169,6 +169,8 @@ def coverage_lines(comparison: Comparison) -> list[str]:
         if coverage is not None:
             rate = coverage.unmapped_rate
             unmapped = "" if rate is None else f", {rate:.1%} of results unmapped"
+            if side == "baseline" and comparison.noise is not None:  # several baselines
+                side = f"baseline ({comparison.noise.baselines} runs, the least complete)"
             lines.append(f"{side}: {coverage}{unmapped}")
     return lines
 

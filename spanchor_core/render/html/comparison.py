@@ -370,6 +370,12 @@ def comparison_html(
         ),
         _improvements_section(comparison, gold, redact=redact, limit=limit),
     ]
+    if comparison.noise is not None:
+        flaky = comparison.noise.flaky_ids
+        body.append(
+            f"<p>Flaky queries across {comparison.noise.baselines} baselines ({len(flaky)}): "
+            f"{id_list(flaky, limit) if flaky else 'none'}</p>"
+        )
     for side, ids in (
         ("baseline", comparison.only_in_baseline),
         ("candidate", comparison.only_in_candidate),
