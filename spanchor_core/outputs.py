@@ -7,6 +7,10 @@ an existing document of a documents directory, the same path as another output, 
 regular file at all (a symbolic link, a FIFO, a device, a directory) is refused with an
 :class:`~spanchor_core.errors.InputError` naming both — one line, exit 2, nothing written.
 
+An output also never replaces a spanchor file of another kind, input or not (``gold extract
+-o gold.jsonl`` would turn the gold set into candidates): an existing file whose leading
+``"kind"`` is ``spanchor.*`` may only be replaced by an output of that same kind.
+
 A file a command edits in place (``anchor add`` on the gold file, ``gold review`` on its
 candidates file) is declared with :meth:`OutputPlan.edit`: it may be rewritten, but must not be
 any *other* input.
@@ -15,6 +19,7 @@ any *other* input.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -38,6 +43,24 @@ class _Output:
     path: Path
     option: str
     edit_of: Path | None = None
+    kind: str | None = None
+
+
+# Every spanchor file starts with its kind (a JSONL header line, or a JSON document's first key).
+_LEADING_KIND = re.compile(
+    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"kind"\s*:\s*"(spanchor\.[A-Za-z0-9_.-]{1,40})"'
+)
+
+
+def _spanchor_kind(path: Path) -> str | None:
+    """The ``spanchor.*`` kind an existing regular file starts with, if any."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except (OSError, ValueError):
+        return None
+    found = _LEADING_KIND.match(head)
+    return None if found is None else found.group(1).decode("ascii")
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -96,10 +119,16 @@ class OutputPlan:
             self.inputs.append(_Input(Path(root), role, documents=tuple(globs)))
         return self
 
-    def write(self, path: str | os.PathLike[str] | None, option: str) -> OutputPlan:
-        """Declare an output (``None`` is ignored); ``option`` is how it was given: ``"-o"``."""
+    def write(
+        self, path: str | os.PathLike[str] | None, option: str, kind: str | None = None
+    ) -> OutputPlan:
+        """Declare an output (``None`` is ignored); ``option`` is how it was given: ``"-o"``.
+
+        ``kind`` is the spanchor file kind written (``"spanchor.evaluation"``); ``None`` for a
+        report, which never replaces a spanchor file.
+        """
         if path is not None:
-            self.outputs.append(_Output(Path(path), option))
+            self.outputs.append(_Output(Path(path), option, kind=kind))
         return self
 
     def edit(
@@ -114,7 +143,9 @@ class OutputPlan:
         ``output`` when given (which may be the file itself)."""
         self.inputs.append(_Input(Path(path), role, edited=True))
         target = Path(path) if output is None else Path(output)
-        self.outputs.append(_Output(target, option, edit_of=Path(path)))
+        self.outputs.append(
+            _Output(target, option, edit_of=Path(path), kind=_spanchor_kind(Path(path)))
+        )
         return self
 
     def check(self) -> None:
@@ -151,6 +182,14 @@ class OutputPlan:
                 if str(source.path) != str(output.path):
                     shown = f"{source.role}, {source.path}"
                 self._refuse(output, shown)
+        found = _spanchor_kind(output.path)
+        if found is not None and found != output.kind:
+            raise InputError(
+                f"output would overwrite a {found} file with "
+                + (f"a {output.kind} file" if output.kind else "a report"),
+                path=output.path,
+                hint=f"choose another {output.option} path",
+            )
 
     @staticmethod
     def _refuse(output: _Output, shown: str) -> None:

@@ -21,6 +21,7 @@ from spanchor_core.authoring import (
     review_candidate,
     write_candidates,
 )
+from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
 from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs, out_console
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
@@ -277,7 +278,7 @@ def gold_extract(
 
     Example: spanchor gold extract docs/ -o candidates.jsonl
     """
-    OutputPlan().read_documents(docs, globs(glob)).write(output, "-o").check()
+    OutputPlan().read_documents(docs, globs(glob)).write(output, "-o", CANDIDATES_KIND).check()
     corpus = load_docs(docs, glob)
     candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
     write_candidates(

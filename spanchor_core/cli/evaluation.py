@@ -18,9 +18,11 @@ from spanchor_core.cli.console import (
     progress_bars,
 )
 from spanchor_core.compare import Comparison, write_comparison
+from spanchor_core.compare.file import COMPARISON_KIND
 from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
 from spanchor_core.evaluate import write_evaluation
 from spanchor_core.evaluate.file import redact_evaluation
+from spanchor_core.evaluate.model import EVALUATION_KIND
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
 from spanchor_core.outputs import OutputPlan
 from spanchor_core.pipeline import (
@@ -104,7 +106,7 @@ def evaluate(
     """
     OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
         run, "the run"
-    ).write(output, "-o").write(report, "-r").check()
+    ).write(output, "-o", EVALUATION_KIND).write(report, "-r").check()
     with progress_bars(quiet) as progress:
         outcome = run_evaluation(
             docs,
@@ -233,7 +235,7 @@ def _plan(
     plan.read(config.baseline, "the baseline").read(config.candidate, "the candidate")
     plan.read(policy, "the policy")
     return (
-        plan.write(json_path, "-o")
+        plan.write(json_path, "-o", COMPARISON_KIND)
         .write(report, "-r")
         .write(junit, "--junit")
         .write(html, "--html")
