@@ -659,3 +659,28 @@ def test_bad_input(
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     assert _snapshot(root) == before  # nothing written, nothing replaced
+
+
+_BOM_CASES = [
+    ("b.json", _COMPARE),
+    ("policy.json", [*_COMPARE, "--policy", "policy.json"]),
+    ("policy.toml", [*_COMPARE, "--policy", "policy.toml"]),
+    ("pyproject.toml", _GATE),
+    ("candidates.jsonl", _REVIEW),
+    ("gold.jsonl", _EVALUATE),
+    ("runs/baseline.jsonl", _EVALUATE),
+    ("squad.json", [*_SQUAD, "--gold", "g.jsonl"]),
+]
+
+
+@pytest.mark.parametrize(("name", "argv"), _BOM_CASES, ids=[name for name, _ in _BOM_CASES])
+def test_a_byte_order_mark_is_accepted_by_every_reader(
+    tmp_path: Path, name: str, argv: list[str]
+) -> None:
+    args = [first_candidate_id() if arg == "CANDIDATE" else arg for arg in argv]
+    plain = run_cli(args, build(tmp_path / "plain"))
+    root = build(tmp_path / "bom")
+    (root / name).write_bytes(b"\xef\xbb\xbf" + (root / name).read_bytes())
+    marked = run_cli(args, root)
+    assert plain.code in (0, 1), plain
+    assert (marked.code, marked.stderr) == (plain.code, plain.stderr)

@@ -257,7 +257,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     except OSError as err:
         raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark is dropped, as by every reader
     except UnicodeDecodeError as err:
         raise EvaluationFileError(f"not UTF-8 at byte {err.start}", path=source) from None
     data = loads_strict(text, path=source, error=EvaluationFileError)
