@@ -172,6 +172,14 @@ def _print_comparison(
     console.print(comparison_verdict(comparison))
 
 
+def _print_warnings(outcome: GateOutcome) -> None:
+    """What reading each side warned about (a torn last line skipped, ...), on stderr."""
+    err = err_console()
+    for side, evaluation in (("baseline", outcome.baseline), ("candidate", outcome.candidate)):
+        for warning in dict.fromkeys(evaluation.warnings):
+            err.print(f"warning: {side}: {escape_control(warning)}", markup=False)
+
+
 def _diagnosis(outcome: GateOutcome, redact: bool) -> RegressionDiagnosis | None:
     """The diagnosis to print: with ``--redact``, made from evaluations without error texts."""
     if not redact or outcome.diagnosis is None:
@@ -314,6 +322,7 @@ def compare_command(
     _plan(config, policy, output, report, junit, html).check()
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
+    _print_warnings(outcome)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
     _print_comparison(
         outcome.comparison, quiet, _diagnosis(outcome, redact), policy_given=chosen is not None
@@ -406,6 +415,7 @@ def gate(
     ).check()
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy_base=config_file, progress=progress)
+    _print_warnings(outcome)
     _write_outputs(
         outcome,
         json_path=config.json_output,
