@@ -96,6 +96,9 @@ _FOREIGN_TEMP_AGE: Final = 24 * 3600.0
 whose processes this one cannot see) counts as abandoned."""
 
 
+_SWEPT: set[str] = set()
+
+
 def _host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 
@@ -151,6 +154,7 @@ def atomic_write(
     *,
     error: type[InputError] = InputError,
     what: str = "file",
+    durable: bool = True,
 ) -> None:
     """Write ``content`` to ``path`` all or nothing: a temporary file in the same directory,
     flushed and fsynced, then renamed over the target (and the directory fsynced).
@@ -159,14 +163,21 @@ def atomic_write(
     is never held in memory whole. A file being replaced keeps its mode; a new one gets the
     mode ``open()`` would give it. A target that is a symbolic link, a directory, a FIFO or a
     device is refused (:func:`check_output_target`). Temporary files left by killed writers
-    in the directory are removed first (:func:`remove_stale_temp_files`); an interrupted write
-    removes its own. Failures raise ``error`` naming the path.
+    in the directory are removed by the first write into it (:func:`remove_stale_temp_files`);
+    an interrupted write removes its own. Failures raise ``error`` naming the path.
+
+    ``durable=False`` skips the fsyncs: still all or nothing when the writer is killed, but a
+    power cut may lose the write — for many small files that can be written again (imported
+    documents), where an fsync each would cost far more than the writing.
     """
     target = Path(path)
     check_output_target(target, error=error, what=what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temp_files(target.parent)
+        folder = os.path.abspath(target.parent)
+        if folder not in _SWEPT:  # once per directory and process: thousands of documents
+            _SWEPT.add(folder)  # written into one directory do not list it thousands of times
+            remove_stale_temp_files(folder)
         mode = target.stat().st_mode & 0o777 if target.exists() else _default_mode()
         handle, temp_name = tempfile.mkstemp(
             prefix=f".{target.name[:80]}.{_host_tag()}-{os.getpid()}-",
@@ -186,7 +197,8 @@ def atomic_write(
                 for piece in content:
                     out.write(piece.encode("utf-8"))
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.chmod(temp, mode)
         check_output_target(target, error=error, what=what)  # not swapped for a link meanwhile
         os.replace(temp, target)
@@ -196,6 +208,8 @@ def atomic_write(
         if isinstance(err, OSError):
             raise error(f"cannot write {what}: {err.strerror or err}", path=target) from None
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):  # make the rename itself durable where the OS allows
         directory = os.open(target.parent, os.O_RDONLY)
         try:

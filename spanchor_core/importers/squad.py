@@ -331,6 +331,7 @@ def write_squad_documents(
                     )
         except OSError as err:
             raise CorpusError(f"cannot read: {err.strerror or err}", path=target) from None
-        atomic_write(target, data, error=CorpusError, what="document")
+        # all or nothing, without an fsync per document (an import can be run again)
+        atomic_write(target, data, error=CorpusError, what="document", durable=False)
         written.append(target)
     return written
