@@ -8,17 +8,22 @@ for a float, absurd nesting and integers too long to convert all rejected as the
 :class:`~spanchor_core.errors.InputError` with ``path:line``) and
 :func:`describe_validation_error` (the one way a pydantic error is worded). Writing:
 :func:`atomic_write`, so an interrupted write never leaves half a file behind and a rewritten
-file keeps its permissions.
+file keeps its permissions; it refuses targets that are not regular files
+(:func:`check_output_target`) and removes temporary files killed writers left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
 import re
+import socket
+import stat
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final, NamedTuple
@@ -31,11 +36,13 @@ __all__ = [
     "TORN",
     "JsonlLine",
     "atomic_write",
+    "check_output_target",
     "describe_validation_error",
     "jsonl_lines",
     "loads_strict",
     "open_for_reading",
     "read_text",
+    "remove_stale_temp_files",
 ]
 
 
@@ -46,26 +53,136 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
+def check_output_target(
+    path: str | os.PathLike[str], *, error: type[InputError] = InputError, what: str = "file"
+) -> None:
+    """Refuse an output path that is not a regular file or a new name.
+
+    A symbolic link is refused rather than replaced by a regular file (which would silently
+    cut the link) or written through (an atomic rename cannot keep it); a directory, a FIFO, a
+    device or a socket cannot be replaced by a file either. Raises ``error`` naming the path.
+    """
+    target = Path(path)
+    try:
+        info = target.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise error(f"cannot write {what}: {err.strerror or err}", path=target) from None
+    mode = info.st_mode
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        problem, hint = "is a symbolic link", "give the path of the file it points to"
+    elif stat.S_ISDIR(mode):
+        problem, hint = "is a directory", "give a file name"
+    elif stat.S_ISFIFO(mode):
+        problem, hint = "is a FIFO (named pipe)", "write to a regular file"
+    elif stat.S_ISSOCK(mode):
+        problem, hint = "is a socket", "write to a regular file"
+    else:
+        problem, hint = "is a device", "write to a regular file"
+    raise error(
+        f"cannot write {what} here: the path {problem}, not a regular file", path=target, hint=hint
+    )
+
+
+# Temporary files are named ``.<target>.<host>-<pid>-<random>.spanchor.tmp``: a later write into
+# the same directory recognises those a killed writer left behind and removes them.
+_TEMP_SUFFIX: Final = ".spanchor.tmp"
+_TEMP_NAME: Final = re.compile(r"^\..*\.([0-9a-f]{8})-([0-9]+)-[^.]+\.spanchor\.tmp$")
+_FOREIGN_TEMP_AGE: Final = 24 * 3600.0
+"""Seconds after which a temporary file of another host (a container sharing the directory,
+whose processes this one cannot see) counts as abandoned."""
+
+
+_SWEPT: set[str] = set()
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # exists but is not ours, or cannot be asked: leave its file alone
+    return True
+
+
+def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files that interrupted :func:`atomic_write` calls left in
+    ``directory``; return those removed.
+
+    A temporary file is stale when the process that created it is gone (same host), or, for
+    one made on another host, when it has not changed for a day. Anything else is left alone,
+    and failures to list or remove are ignored: this is housekeeping, never an error.
+    """
+    removed: list[Path] = []
+    host, now = _host_tag(), time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.endswith(_TEMP_SUFFIX):
+            continue
+        found = _TEMP_NAME.match(entry.name)
+        if found is None:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if found.group(1) == host:
+                stale = not _pid_alive(int(found.group(2)))
+            else:
+                stale = now - entry.stat(follow_symlinks=False).st_mtime > _FOREIGN_TEMP_AGE
+            if stale:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except (OSError, ValueError):
+            continue
+    return removed
+
+
 def atomic_write(
     path: str | os.PathLike[str],
     content: str | bytes | Iterable[str],
     *,
     error: type[InputError] = InputError,
     what: str = "file",
+    durable: bool = True,
 ) -> None:
     """Write ``content`` to ``path`` all or nothing: a temporary file in the same directory,
     flushed and fsynced, then renamed over the target (and the directory fsynced).
 
     ``content`` may be an iterable of text pieces, written one by one so that a large file
     is never held in memory whole. A file being replaced keeps its mode; a new one gets the
-    mode ``open()`` would give it. Failures raise ``error`` naming the path.
+    mode ``open()`` would give it. A target that is a symbolic link, a directory, a FIFO or a
+    device is refused (:func:`check_output_target`). Temporary files left by killed writers
+    in the directory are removed by the first write into it (:func:`remove_stale_temp_files`);
+    an interrupted write removes its own. Failures raise ``error`` naming the path.
+
+    ``durable=False`` skips the fsyncs: still all or nothing when the writer is killed, but a
+    power cut may lose the write — for many small files that can be written again (imported
+    documents), where an fsync each would cost far more than the writing.
     """
     target = Path(path)
+    check_output_target(target, error=error, what=what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.abspath(target.parent)
+        if folder not in _SWEPT:  # once per directory and process: thousands of documents
+            _SWEPT.add(folder)  # written into one directory do not list it thousands of times
+            remove_stale_temp_files(folder)
         mode = target.stat().st_mode & 0o777 if target.exists() else _default_mode()
         handle, temp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+            prefix=f".{target.name[:80]}.{_host_tag()}-{os.getpid()}-",
+            suffix=_TEMP_SUFFIX,
+            dir=target.parent,
         )
     except OSError as err:
         raise error(f"cannot write {what}: {err.strerror or err}", path=target) from None
@@ -80,8 +197,10 @@ def atomic_write(
                 for piece in content:
                     out.write(piece.encode("utf-8"))
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.chmod(temp, mode)
+        check_output_target(target, error=error, what=what)  # not swapped for a link meanwhile
         os.replace(temp, target)
     except BaseException as err:
         with contextlib.suppress(OSError):
@@ -89,6 +208,8 @@ def atomic_write(
         if isinstance(err, OSError):
             raise error(f"cannot write {what}: {err.strerror or err}", path=target) from None
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):  # make the rename itself durable where the OS allows
         directory = os.open(target.parent, os.O_RDONLY)
         try:

@@ -150,7 +150,7 @@ def settings_table(path: str | os.PathLike[str] = "pyproject.toml") -> dict[str,
     if not file.exists():
         return None
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as err:
         raise EvaluationFileError(f"not valid TOML: {err}", path=file) from None
     except OSError as err:

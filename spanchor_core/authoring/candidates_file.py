@@ -213,6 +213,7 @@ def read_candidates_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]
     header: CandidatesHeader | None = None
     found: list[Candidate] = []
     ids: dict[str, int] = {}
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is dropped, as by every reader
     for number, line in enumerate(raw.split(b"\n"), start=1):
         try:
             text = line.decode("utf-8")

@@ -7,7 +7,12 @@ into one line and an exit code.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -69,6 +74,26 @@ app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
 
 
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """SIGTERM (a CI timeout, ``kill``) unwinds like Ctrl-C, so a write being made removes its
+    temporary file instead of leaving it behind; a handler someone else installed is kept."""
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app and turn what escapes it into one line and an exit code.
 
@@ -79,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     debug = wants_debug(args)
     try:
-        result = app(args=args, prog_name="spanchor", standalone_mode=False)
+        with _terminate_cleanly():
+            result = app(args=args, prog_name="spanchor", standalone_mode=False)
     except SystemExit as done:
         return exit_status(done)
     except Exception as err:

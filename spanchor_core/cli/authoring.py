@@ -21,9 +21,11 @@ from spanchor_core.authoring import (
     review_candidate,
     write_candidates,
 )
-from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
+from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
+from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs, out_console
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
+from spanchor_core.outputs import OutputPlan
 from spanchor_core.render.text import escape_control
 
 __all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate", "query_app"]
@@ -121,6 +123,7 @@ def anchor_add(
         )
     question = rest[0] if len(rest) == 3 else None
     docs, text = Path(rest[-2]), rest[-1]
+    OutputPlan().read_documents(docs, globs(glob)).edit(gold, "the gold set", "--gold").check()
     query = add_anchor(
         gold,
         load_docs(docs, glob),
@@ -212,6 +215,13 @@ def check_corpus_command(
     """
     if search not in ("corpus", "document", "none"):
         raise typer.BadParameter("--search must be corpus, document or none")
+    plan = (
+        OutputPlan()
+        .read_documents(docs, globs(glob))
+        .read_documents(previous, globs(glob), "a previous document")
+    )
+    if fix:
+        plan.edit(gold, "the gold set", "GOLD").check()
     corpus = load_docs(docs, glob)
     gold_set = read_gold(gold)
     old = load_docs(previous, glob) if previous is not None else None
@@ -268,6 +278,7 @@ def gold_extract(
 
     Example: spanchor gold extract docs/ -o candidates.jsonl
     """
+    OutputPlan().read_documents(docs, globs(glob)).write(output, "-o", CANDIDATES_KIND).check()
     corpus = load_docs(docs, glob)
     candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
     write_candidates(
@@ -297,6 +308,9 @@ def gold_review(
 
     Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
     """
+    OutputPlan().read_documents(docs, globs(None)).edit(
+        candidates, "the candidates file", "-o", output=output
+    ).check()
     result = review_candidate(
         candidates,
         candidate,
@@ -330,6 +344,9 @@ def gold_promote(
 
     Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
     """
+    OutputPlan().read_documents(docs, globs(glob)).read(candidates, "the candidates file").edit(
+        gold, "the gold set", "--gold"
+    ).check()
     report = promote_candidates(candidates, load_docs(docs, glob), gold, query_id_prefix=prefix)
     console = out_console()
     for cand, why in report.stale:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
+from spanchor_core.errors import GoldError
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, validate_gold
 from spanchor_core.render.text import escape_control
@@ -49,6 +50,12 @@ def validate(
     """
     corpus = load_docs(docs, glob)
     gold_set = read_gold(gold)
+    if not gold_set.entries and not as_json:  # one line, as evaluate and gate say it
+        raise GoldError(
+            "the gold set has no queries",
+            path=gold,
+            hint="add queries (`spanchor anchor add`) or point to the right file",
+        )
     problems = validate_gold(gold_set, corpus)
     anchors = sum(len(query.anchors) for query in gold_set.entries)
     if as_json:

@@ -18,9 +18,13 @@ from spanchor_core.cli.console import (
     progress_bars,
 )
 from spanchor_core.compare import Comparison, write_comparison
-from spanchor_core.diagnosis import RegressionDiagnosis
+from spanchor_core.compare.file import COMPARISON_KIND
+from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
 from spanchor_core.evaluate import write_evaluation
+from spanchor_core.evaluate.file import redact_evaluation
+from spanchor_core.evaluate.model import EVALUATION_KIND
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
+from spanchor_core.outputs import OutputPlan
 from spanchor_core.pipeline import (
     GateOutcome,
     GoldHashPolicy,
@@ -101,6 +105,9 @@ def evaluate(
 
     Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
     """
+    OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
+        run, "the run"
+    ).write(output, "-o", EVALUATION_KIND).write(report, "-r").check()
     with progress_bars(quiet) as progress:
         outcome = run_evaluation(
             docs,
@@ -120,7 +127,7 @@ def evaluate(
     for warning in outcome.warnings:
         err.print(f"warning: {escape_control(warning)}", markup=False)
     if output is not None:
-        write_evaluation(evaluation, output)
+        write_evaluation(evaluation, output, redact=redact)
     if report is not None:
         write_report(evaluation_markdown(evaluation, outcome.gold, redact=redact), report)
     if not quiet:
@@ -168,6 +175,25 @@ def _print_comparison(
     console.print(comparison_verdict(comparison))
 
 
+def _print_warnings(outcome: GateOutcome) -> None:
+    """What reading each side warned about (a torn last line skipped, ...), on stderr."""
+    err = err_console()
+    for side, evaluation in (("baseline", outcome.baseline), ("candidate", outcome.candidate)):
+        for warning in dict.fromkeys(evaluation.warnings):
+            err.print(f"warning: {side}: {escape_control(warning)}", markup=False)
+
+
+def _diagnosis(outcome: GateOutcome, redact: bool) -> RegressionDiagnosis | None:
+    """The diagnosis to print: with ``--redact``, made from evaluations without error texts."""
+    if not redact or outcome.diagnosis is None:
+        return outcome.diagnosis
+    return diagnose_regressions(
+        outcome.comparison,
+        redact_evaluation(outcome.baseline),
+        redact_evaluation(outcome.candidate),
+    )
+
+
 def _write_outputs(
     outcome: GateOutcome,
     *,
@@ -205,6 +231,26 @@ def _write_outputs(
     for path in (json_path, report, junit, html):
         if path is not None:
             err.print(f"wrote {escape_control(str(path))}", markup=False)
+
+
+def _plan(
+    config: GateConfig,
+    policy: Path | None,
+    json_path: Path | None,
+    report: Path | None,
+    junit: Path | None,
+    html: Path | None,
+) -> OutputPlan:
+    """What ``compare`` and ``gate`` read and write, for the no-clobber check."""
+    plan = OutputPlan().read_documents(config.docs, config.globs).read(config.gold, "the gold set")
+    plan.read(config.baseline, "the baseline").read(config.candidate, "the candidate")
+    plan.read(policy, "the policy")
+    return (
+        plan.write(json_path, "-o", COMPARISON_KIND)
+        .write(report, "-r")
+        .write(junit, "--junit")
+        .write(html, "--html")
+    )
 
 
 def compare_command(
@@ -289,10 +335,14 @@ def compare_command(
         load_policy(policy) if policy is not None else None,
         {"recall@5": max_recall_drop, "precision@5": max_precision_drop},
     )
+    _plan(config, policy, output, report, junit, html).check()
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
+    _print_warnings(outcome)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
-    _print_comparison(outcome.comparison, quiet, outcome.diagnosis, policy_given=chosen is not None)
+    _print_comparison(
+        outcome.comparison, quiet, _diagnosis(outcome, redact), policy_given=chosen is not None
+    )
     raise typer.Exit(outcome.exit_code)
 
 
@@ -383,8 +433,13 @@ def gate(
         allow_mismatch=allow_mismatch,
         group=group,
     )
+    policy_file = config.policy if isinstance(config.policy, Path) else None
+    _plan(config, policy_file, config.json_output, config.report, config.junit, config.html).read(
+        config_file, "the settings file"
+    ).check()
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy_base=config_file, progress=progress)
+    _print_warnings(outcome)
     _write_outputs(
         outcome,
         json_path=config.json_output,
@@ -394,6 +449,9 @@ def gate(
         redact=config.redact,
     )
     _print_comparison(
-        outcome.comparison, quiet, outcome.diagnosis, policy_given=config.policy is not None
+        outcome.comparison,
+        quiet,
+        _diagnosis(outcome, config.redact),
+        policy_given=config.policy is not None,
     )
     raise typer.Exit(outcome.exit_code)

@@ -13,6 +13,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +41,47 @@ from spanchor_core.evaluate.model import (
     MappingStats,
     QueryEvaluation,
     QueryStatus,
+    TraceSummary,
 )
 
 __all__ = [
+    "REDACTED",
     "EvaluationFile",
     "evaluation_json_schema",
     "read_evaluation",
+    "redact_evaluation",
     "write_evaluation",
 ]
+
+REDACTED = "[redacted]"
+"""What stands in for a text left out by ``--redact``."""
+
+
+def _redact_trace(trace: TraceSummary) -> TraceSummary:
+    return trace if trace.error is None else replace(trace, error=REDACTED)
+
+
+def redact_evaluation(evaluation: Evaluation) -> Evaluation:
+    """``evaluation`` without the texts ``--redact`` keeps out of every output: retriever error
+    messages (of queries and of their traces) and the query texts of unresolved records, each
+    replaced by :data:`REDACTED` so that counts and statuses stay as they were.
+
+    The evaluation file holds no question or evidence text otherwise (results are spans).
+    """
+    queries = {}
+    for query_id, query in evaluation.queries.items():
+        if query.error is not None or any(t.error is not None for t in query.traces):
+            query = replace(
+                query,
+                error=None if query.error is None else REDACTED,
+                traces=tuple(_redact_trace(t) for t in query.traces),
+            )
+        queries[query_id] = query
+    return replace(
+        evaluation,
+        queries=queries,
+        unresolved=tuple(REDACTED for _ in evaluation.unresolved),
+    )
 
 
 def _mapping_model(stats: MappingStats) -> MappingModel:
@@ -183,14 +217,19 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     yield "\n  ]\n}\n"
 
 
-def write_evaluation(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
+def write_evaluation(
+    evaluation: Evaluation, path: str | os.PathLike[str], *, redact: bool = False
+) -> None:
     """Write ``evaluation`` as JSON, atomically (a temporary file, then a rename).
+
+    ``redact`` leaves retriever error text and unresolved query text out
+    (:func:`redact_evaluation`).
 
     The bytes depend only on the evaluation: keys in a fixed order, queries in gold order,
     floats in their shortest round-tripping form. Only ``created_at`` differs between two
     evaluations of the same inputs.
     """
-    parts = _evaluation_json_parts(evaluation)
+    parts = _evaluation_json_parts(redact_evaluation(evaluation) if redact else evaluation)
     first = next(parts)  # the validated head: a bad evaluation fails before any file exists
     atomic_write(
         path, itertools.chain([first], parts), error=EvaluationFileError, what="the evaluation"
@@ -218,7 +257,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     except OSError as err:
         raise EvaluationFileError(f"cannot read: {err.strerror or err}", path=source) from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark is dropped, as by every reader
     except UnicodeDecodeError as err:
         raise EvaluationFileError(f"not UTF-8 at byte {err.start}", path=source) from None
     data = loads_strict(text, path=source, error=EvaluationFileError)

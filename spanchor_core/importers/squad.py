@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from spanchor_core._io import loads_strict
+from spanchor_core._io import atomic_write, check_output_target, loads_strict
 from spanchor_core.authoring.storable import unstorable
 from spanchor_core.corpus import Corpus, Document, canonicalize
 from spanchor_core.errors import CorpusError, InputError
@@ -49,6 +49,7 @@ __all__ = [
     "SquadImport",
     "SquadProblem",
     "import_squad",
+    "squad_document_paths",
     "title_slug",
     "write_squad_documents",
 ]
@@ -274,6 +275,30 @@ def import_squad(path: str | os.PathLike[str]) -> SquadImport:
     )
 
 
+def squad_document_paths(imported: SquadImport, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Where :func:`write_squad_documents` writes each document: ``<out_dir>/<id>.txt``."""
+    root = Path(out_dir)
+    return [
+        root.joinpath(*document_id.split("/")).with_name(document_id.rsplit("/", 1)[-1] + ".txt")
+        for document_id in imported.corpus
+    ]
+
+
+def _inside_out_dir(root: Path, target: Path) -> None:
+    """Refuse a target reached through a symbolic link below ``root`` (``root`` itself, given
+    by the user, may be one): a link planted in ``--out`` must not send documents elsewhere."""
+    current = root
+    for part in target.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            raise CorpusError(
+                "is a symbolic link; documents are never written through links in the output "
+                "directory",
+                path=current,
+                hint="remove the link or write into another directory",
+            )
+
+
 def write_squad_documents(
     imported: SquadImport, out_dir: str | os.PathLike[str], *, overwrite: bool = False
 ) -> list[Path]:
@@ -281,14 +306,16 @@ def write_squad_documents(
 
     :func:`spanchor_core.load_corpus` on ``out_dir`` then yields the same ids and texts, so
     the imported gold set validates against it. An existing file with other content is an
-    error unless ``overwrite``; one with the same content is left alone. Returns the paths.
+    error unless ``overwrite``; one with the same content is left alone. Each file is written
+    atomically, and never through a symbolic link below ``out_dir`` (a file or a directory).
+    Returns the paths.
     """
     root = Path(out_dir)
     written: list[Path] = []
-    for document_id in imported.corpus:
-        target = root.joinpath(*document_id.split("/")).with_name(
-            document_id.rsplit("/", 1)[-1] + ".txt"
-        )
+    paths = squad_document_paths(imported, root)
+    for document_id, target in zip(imported.corpus, paths, strict=True):
+        _inside_out_dir(root, target)
+        check_output_target(target, error=CorpusError, what="document")
         data = imported.corpus.text(document_id).encode("utf-8")
         try:
             if target.exists():
@@ -302,9 +329,9 @@ def write_squad_documents(
                         hint="write into an empty directory, or pass --overwrite "
                         "(overwrite=True in Python)",
                     )
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
         except OSError as err:
-            raise CorpusError(f"cannot write: {err.strerror or err}", path=target) from None
+            raise CorpusError(f"cannot read: {err.strerror or err}", path=target) from None
+        # all or nothing, without an fsync per document (an import can be run again)
+        atomic_write(target, data, error=CorpusError, what="document", durable=False)
         written.append(target)
     return written
