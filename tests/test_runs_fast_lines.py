@@ -115,3 +115,27 @@ def test_a_torn_last_line_is_still_a_warning(tmp_path: Path) -> None:
     assert len(run.records) == 1
     assert len(run.warnings) == 1
     assert ":3: incomplete last line" in run.warnings[0]
+
+
+def test_a_0x_document_on_one_line_is_parsed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanchor_core.runs import legacy
+
+    results = [{"text": "a", "document_id": "d", "score": float(n)} for n in range(3)]
+    whole = tmp_path / "whole.json"
+    whole.write_text(_compact({"q1": results, "q2": results[:1]}) + "\n", "utf-8")
+    listed = tmp_path / "list.json"
+    listed.write_text(
+        _compact([{"query_id": "q1", "question": "?", "retrieved": results}]), "utf-8"
+    )
+    expected = [read_run(whole).records, read_run(listed).records]
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("the file was read a second time")
+
+    monkeypatch.setattr(legacy, "read_text", refuse)
+    assert [read_run(whole).records, read_run(listed).records] == expected
+    assert [r.query_id for r in expected[0]] == ["q1", "q2"]
+    assert [len(r.results) for r in expected[0]] == [3, 1]
+    assert expected[1][0].query_id == "q1"

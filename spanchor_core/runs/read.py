@@ -67,8 +67,8 @@ def _open(path: Path) -> BinaryIO:
     return open_for_reading(path, error=RunError, what="run file")
 
 
-def _whole(path: Path) -> _Layout:
-    run = read_0x_document(path)
+def _whole(path: Path, data: Any = None) -> _Layout:
+    run = read_0x_document(path) if data is None else read_0x_document(path, data)
     return _Layout(run.header, run.source_format, run=run)
 
 
@@ -98,7 +98,8 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
         return _Layout(header, FORMAT_OURS, _read_record_line_fast, first.end, first.number + 1)
     if looks_like_0x_record(obj):
         return _Layout(header_0x(path, "JSONL"), FORMAT_0X_JSONL, read_0x_record_line)
-    if isinstance(obj, dict) and next(lines, None) is not None:
+    alone = next(lines, None) is None
+    if isinstance(obj, dict) and not alone:
         # JSONL, but its first line is neither our header nor a 0.x results record.
         raise RunError(
             "this looks like a gold set, not retrieval results"
@@ -108,6 +109,9 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
             path=path,
             line=first.number,
         )
+    if alone and isinstance(obj, dict | list):
+        del first, lines  # the document on one line, parsed already: not parsed again
+        return _whole(path, obj)
     return _whole(path)
 
 
