@@ -35,6 +35,7 @@ import os
 import platform
 import pstats
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,8 @@ from spanchor_core.runs import RetrievedResult, RunRecorder, iter_run, read_run
 __all__ = ["TimedLocator", "generate", "measure"]
 
 CHUNKS_PER_QUERY = 10
+CPU_SECONDS: dict[str, float] = {}
+"""Process CPU time (user + system) per phase, beside the wall times (less affected by load)."""
 _MAPPING_BENCH = Path(__file__).resolve().with_name("bench_mapping.py")
 
 
@@ -185,8 +188,10 @@ def _timed(label: str, phases: dict[str, float], peaks: dict[str, int]) -> Itera
     """Time a phase; when the kernel lets us reset VmHWM, also record the phase's peak RSS."""
     reset = _reset_peak()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     yield
     phases[label] = time.perf_counter() - t0
+    CPU_SECONDS[label] = time.process_time() - c0
     if reset:
         peaks[label] = _rss_kib()[1]
 
@@ -312,15 +317,25 @@ def _print_measurement(title: str, m: Measurement) -> None:
         f"= {input_bytes / mib:.1f} MiB; gold {m.gold_bytes / mib:.2f} MiB, "
         f"evaluation written {m.evaluation_bytes / mib:.1f} MiB"
     )
-    print(f"  {'phase':<48} {'wall':>10}   peak RSS during the phase")
+    print(f"  {'phase':<48} {'wall':>10} {'CPU':>10}   peak RSS during the phase")
     for name, seconds in m.phases.items():
         peak_kib = m.phase_peaks_kib.get(name)
         peak_text = "" if peak_kib is None else f"{peak_kib / 1024:8.1f} MiB"
         if name.startswith("evaluate") and ": " in name and peak_kib is not None:
             peak_text += f" (whole {name.split(':')[0]})"
-        print(f"  {name:<48} {seconds:8.3f} s {peak_text}")
+        cpu = CPU_SECONDS.get(name)
+        cpu_text = "" if cpu is None else f"{cpu:8.3f} s"
+        print(f"  {name:<48} {seconds:8.3f} s {cpu_text:>10} {peak_text}")
+    for name, cpu in CPU_SECONDS.items():
+        if name not in m.phases:  # evaluate_file / evaluate, split above by wall time only
+            print(f"  {name + ' (whole, CPU)':<48} {'':>10} {cpu:8.3f} s")
     total = sum(m.phases.values())
-    print(f"  {'total (phases above)':<48} {total:8.3f} s")
+    cpu_total = sum(CPU_SECONDS.values())
+    print(f"  {'total (phases above)':<48} {total:8.3f} s {cpu_total:8.3f} s")
+    per_result = total / max(m.n_results, 1) * 1e6
+    print(
+        f"  per result {per_result:.1f} µs wall, {cpu_total / max(m.n_results, 1) * 1e6:.1f} µs CPU"
+    )
     peak = m.peak_kib * 1024
     print(
         f"  peak RSS {peak / mib:8.1f} MiB = {peak / input_bytes:.2f}x input "
@@ -356,12 +371,16 @@ def _measure_one(
 # ------------------------------------------------------------------ driver
 
 
-def _run(arguments: list[str]) -> float:
-    """Run this script with ``arguments`` in a fresh interpreter; return its wall time."""
+def _run(arguments: list[str]) -> tuple[float, float]:
+    """Run this script with ``arguments`` in a fresh interpreter; return its wall and CPU time."""
     sys.stdout.flush()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, __file__, *arguments], check=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -387,6 +406,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=True,
         help="evaluate with evaluate_file, reading the run while mapping (the default, what "
         "the CLI does), or read the whole run first and call evaluate (--no-streaming)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="measuring runs per configuration (median shown)"
     )
     parser.add_argument("--generate", help=argparse.SUPPRESS)  # SIZE,QUERIES
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # SIZE,QUERIES
@@ -423,14 +445,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             for n_queries in queries:
                 common = ["--workdir", str(workdir), "--seed", str(args.seed)]
                 config = f"{size:g},{n_queries}"
-                generated = _run(["--generate", config, *common])
+                generated, _ = _run(["--generate", config, *common])
                 extra = ["--profile", str(args.profile)] if args.profile else []
                 extra.append("--streaming" if args.streaming else "--no-streaming")
-                wall = _run(["--measure", config, *common, *extra])
-                print(
-                    f"  measuring process wall {wall:8.3f} s (interpreter start, imports, "
-                    f"phases, exit); files generated in {generated:.1f} s, not counted"
-                )
+                walls, cpus = [], []
+                for _ in range(args.repeat):
+                    wall, cpu = _run(["--measure", config, *common, *extra])
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    print(
+                        f"  measuring process wall {wall:8.3f} s, CPU {cpu:8.3f} s (interpreter "
+                        f"start, imports, phases, exit); files generated in {generated:.1f} s, "
+                        "not counted"
+                    )
+                if args.repeat > 1:
+                    print(
+                        f"  median of {args.repeat}: wall {statistics.median(walls):.3f} s, "
+                        f"CPU {statistics.median(cpus):.3f} s"
+                    )
     return 0
 
 

@@ -133,6 +133,9 @@ def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[Loca
 _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
 
 
+_NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
+
+
 def _located(rank: int, location: Location) -> LocatedResult:
     status = location.status
     value = _STATUS_VALUE.get(status)
@@ -156,9 +159,9 @@ def _item_key(result: LocatedResult, text: str | None) -> Hashable:
     on the process, since it also orders retrievals), so two different unmapped texts are two
     results and the same text returned twice is one.
     """
-    span = result.span
-    if span is not None:
-        return (span.document_id, span.start, span.end)
+    doc, start, end = result.document_id, result.start, result.end
+    if result.status not in _NO_SPAN and doc is not None and start is not None and end is not None:
+        return (doc, start, end)  # result.span's fields, without building the DocSpan
     data = (text or "").encode("utf-8", "surrogatepass")
     return ("?", result.status, hashlib.blake2b(data, digest_size=10).hexdigest())
 

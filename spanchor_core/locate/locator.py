@@ -16,7 +16,7 @@ from spanchor_core.locate.fuzzy import fuzzy_stage
 from spanchor_core.locate.model import LocateRequest, Location
 from spanchor_core.locate.near import NearMatch, near_matches
 from spanchor_core.locate.normalised import normalised_stage
-from spanchor_core.locate.prepare import prepare
+from spanchor_core.locate.prepare import PreferCache, prepare
 from spanchor_core.locate.resolve import Pending
 from spanchor_core.locate.settings import LocatorSettings, TieBreak
 from spanchor_core.spans import DocSpan
@@ -136,8 +136,9 @@ class Locator:
         """Map every request, in order. Equal to ``[locate(r) for r in requests]``."""
         results: list[Location | None] = [None] * len(requests)
         pending: list[Pending] = []
+        prefer_cache: PreferCache = {}
         for slot, request in enumerate(requests):
-            outcome = prepare(self._ctx.documents, slot, request)
+            outcome = prepare(self._ctx.documents, slot, request, prefer_cache)
             if isinstance(outcome, Location):
                 results[slot] = outcome
             else:

@@ -20,13 +20,30 @@ from spanchor_core.spans import DocSpan
 __all__ = ["prepare"]
 
 
-def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Location | Pending:
+PreferCache = dict[int, tuple[tuple[DocSpan, ...], tuple[Occurrence, ...]]]
+"""``id(prefer)`` -> ``(prefer, its occurrences)``: the results of one query share one gold
+tuple, so a batch checks and converts it once, not once per result."""
+
+
+def prepare(
+    documents: CorpusTexts,
+    slot: int,
+    request: LocateRequest,
+    prefer_cache: PreferCache | None = None,
+) -> Location | Pending:
     """The final location of ``request`` when no search is needed, else its search state.
 
     A request of the wrong shape (not a :class:`LocateRequest`, text that is not a string,
     offsets that are not whole numbers) is an :class:`~spanchor_core.errors.InputError`.
+    ``prefer_cache`` (one per batch, whose requests keep their ``prefer`` tuples alive)
+    remembers the gold tuples already checked and converted.
     """
-    _check_request(slot, request)
+    cached = None
+    if prefer_cache is not None and type(request) is LocateRequest and request.prefer:
+        entry = prefer_cache.get(id(request.prefer))
+        if entry is not None and entry[0] is request.prefer:
+            cached = entry[1]
+    _check_request(slot, request, check_prefer=cached is None)
     if request.text is None:
         return _explicit_span(documents, request)
     text = canonicalize(request.text)
@@ -35,7 +52,11 @@ def prepare(documents: CorpusTexts, slot: int, request: LocateRequest) -> Locati
     doc = documents.number.get(named) if named is not None else None
     job = Pending(slot, text, doc, named, hint_start, hint_end)
     if request.prefer:
-        job.prefer = _preferred(documents, request)
+        if cached is None:
+            cached = _preferred(documents, request)
+            if prefer_cache is not None:
+                prefer_cache[id(request.prefer)] = (request.prefer, cached)
+        job.prefer = cached
     if not text.strip():
         return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:
@@ -55,7 +76,7 @@ def _preferred(documents: CorpusTexts, request: LocateRequest) -> tuple[Occurren
     )
 
 
-def _check_request(slot: int, request: object) -> None:
+def _check_request(slot: int, request: object, *, check_prefer: bool = True) -> None:
     if not isinstance(request, LocateRequest):
         raise InputError(
             f"request {slot} is a {type(request).__name__}, not a LocateRequest",
@@ -70,8 +91,10 @@ def _check_request(slot: int, request: object) -> None:
         if value is not None and not isinstance(value, Integral):
             raise InputError(f"request {slot}: {name} must be a whole number, got {value!r}")
     prefer = request.prefer
-    if prefer and (
-        not isinstance(prefer, tuple) or not all(isinstance(p, DocSpan) for p in prefer)
+    if (
+        check_prefer
+        and prefer
+        and (not isinstance(prefer, tuple) or not all(isinstance(p, DocSpan) for p in prefer))
     ):
         raise InputError(
             f"request {slot}: prefer must be a tuple of DocSpan", hint="pass the gold spans"

@@ -119,9 +119,13 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
             missing = 1
         elif item.end > item.start:
             span = (item.start, item.end)
-            current = retrieved_union.get(item.document_id, [])
-            gaps = subtract_spans([span], current)
-            new_retrieved = sum(end - start for start, end in gaps)
+            current = retrieved_union.get(item.document_id)
+            if current is None:  # first span in its document: all of it is new
+                gaps = [span]
+                new_retrieved = item.end - item.start
+            else:
+                gaps = subtract_spans([span], current)
+                new_retrieved = sum(end - start for start, end in gaps)
             doc_gold = gold_union.get(item.document_id)
             if doc_gold is not None:
                 if first_overlap is None and intersection_length([span], doc_gold) > 0:
@@ -129,7 +133,9 @@ def measure_coverage(gold: Sequence[DocSpan], ranked: Sequence[DocSpan | None]) 
                 new_gold = intersection_length(gaps, doc_gold)
                 for position, anchor_span in anchors_by_doc[item.document_id]:
                     anchor_state[position] += intersection_length(gaps, [anchor_span])
-            if new_retrieved:
+            if current is None:
+                retrieved_union[item.document_id] = gaps
+            elif new_retrieved:
                 retrieved_union[item.document_id] = union_spans([*current, span])
         covered.append(covered[-1] + new_gold)
         retrieved.append(retrieved[-1] + new_retrieved)

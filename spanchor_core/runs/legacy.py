@@ -134,11 +134,21 @@ def read_0x_record_line(line: JsonlLine, path: Path, warnings: list[str]) -> Ret
     return _record_0x(obj, path, line.number, "record")
 
 
-def read_0x_document(path: Path) -> Run:
-    """A 0.x results file that is one JSON document (an object or a list), read whole."""
-    text = read_text(path, error=RunError, what="run file", hint="run files are UTF-8")
-    data = loads_strict(text, path=path, error=RunError, invalid=_INVALID, allow_nan=True)
-    del text
+_UNREAD: Any = object()
+
+
+def read_0x_document(path: Path, data: Any = _UNREAD) -> Run:
+    """A 0.x results file that is one JSON document (an object or a list), read whole.
+
+    ``data`` is the document when the caller has parsed it already (a file on one line,
+    parsed with the same leniency), so that a large file is parsed once. Each query's parsed
+    results are dropped as soon as its record is built, so the parsed document and the run
+    are not both held whole.
+    """
+    if data is _UNREAD:
+        text = read_text(path, error=RunError, what="run file", hint="run files are UTF-8")
+        data = loads_strict(text, path=path, error=RunError, invalid=_INVALID, allow_nan=True)
+        del text
     if isinstance(data, dict):
         if "kind" in data:
             raise RunError(
@@ -151,15 +161,19 @@ def read_0x_document(path: Path) -> Run:
             what = "a gold query" if "anchors" in data else "an evaluation"
             raise RunError(f"this looks like {what}, not retrieval results", path=path)
         records = []
-        for query_id, items in data.items():
+        for query_id in list(data):
+            items = data.pop(query_id)  # the parsed results go once their record is built
             where = f"query {query_id!r}"
             records.append(RetrievalRecord(query_id, "", _results_0x(items, where, path, None)))
+            del items
         return Run(header_0x(path, "JSON object"), records, path, [], FORMAT_0X_JSON)
     if isinstance(data, list):
         if all(looks_like_0x_record(item) for item in data) and data:
-            records = [
-                _record_0x(item, path, None, f"record {i}") for i, item in enumerate(data, 1)
-            ]
+            records = []
+            for i in range(len(data)):
+                item, data[i] = data[i], None  # dropped once its record is built
+                records.append(_record_0x(item, path, None, f"record {i + 1}"))
+            del item
             return Run(header_0x(path, "JSON list"), records, path, [], FORMAT_0X_LIST)
         results = _results_0x(data, "list", path, None)
         warning = (

@@ -15,10 +15,13 @@ inside a multi-byte character) is skipped with one ``path:line`` warning in
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
+
+import orjson
 
 from spanchor_core._io import TORN, JsonlLine, jsonl_lines, loads_strict, open_for_reading
 from spanchor_core.errors import RunError
@@ -29,7 +32,7 @@ from spanchor_core.runs.legacy import (
     read_0x_document,
     read_0x_record_line,
 )
-from spanchor_core.runs.lines import read_header_line, read_record_line
+from spanchor_core.runs.lines import _record_fast, read_header_line, read_record_line
 from spanchor_core.runs.model import FORMAT_0X_JSONL, FORMAT_OURS, RetrievalRecord, Run
 
 __all__ = ["RunStream", "iter_run", "read_run"]
@@ -64,8 +67,8 @@ def _open(path: Path) -> BinaryIO:
     return open_for_reading(path, error=RunError, what="run file")
 
 
-def _whole(path: Path) -> _Layout:
-    run = read_0x_document(path)
+def _whole(path: Path, data: Any = None) -> _Layout:
+    run = read_0x_document(path) if data is None else read_0x_document(path, data)
     return _Layout(run.header, run.source_format, run=run)
 
 
@@ -92,10 +95,11 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
         return _whole(path)
     if isinstance(obj, dict) and "kind" in obj:
         header = read_header_line(first.text, path, first.number)
-        return _Layout(header, FORMAT_OURS, read_record_line, first.end, first.number + 1)
+        return _Layout(header, FORMAT_OURS, _read_record_line_fast, first.end, first.number + 1)
     if looks_like_0x_record(obj):
         return _Layout(header_0x(path, "JSONL"), FORMAT_0X_JSONL, read_0x_record_line)
-    if isinstance(obj, dict) and next(lines, None) is not None:
+    alone = next(lines, None) is None
+    if isinstance(obj, dict) and not alone:
         # JSONL, but its first line is neither our header nor a 0.x results record.
         raise RunError(
             "this looks like a gold set, not retrieval results"
@@ -105,7 +109,64 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
             path=path,
             line=first.number,
         )
+    if alone and isinstance(obj, dict | list):
+        del first, lines  # the document on one line, parsed already: not parsed again
+        return _whole(path, obj)
     return _whole(path)
+
+
+# Where orjson and the strict reader could disagree, the fast path below steps aside: a key
+# followed by white space before its colon, or a string holding an escaped quote before a
+# colon (in either case the ``":`` count is not the key count).
+_SPACED_KEY: Final = re.compile(r'"\s+:')
+_BIG: Final = float(2**63)
+
+
+def _keys(value: Any) -> int:
+    """Members of every object in ``value``, nested ones included; -1 if a float is huge.
+
+    orjson turns integers beyond 64 bits into floats, where the strict reader keeps them
+    ``int``: a float that large sends the line to the strict reader, whatever its literal.
+    """
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        values = item.values() if type(item) is dict else item
+        if type(item) is dict:
+            count += len(item)
+        for v in values:
+            kind = type(v)
+            if kind is dict or kind is list:
+                stack.append(v)
+            elif kind is float and not -_BIG < v < _BIG:
+                return -1
+    return count
+
+
+def _read_record_line_fast(
+    line: JsonlLine, path: Path, warnings: list[str]
+) -> RetrievalRecord | None:
+    """:func:`read_record_line`, parsing well-formed lines with orjson first.
+
+    orjson refuses what the strict reader refuses (bad syntax, ``NaN``, numbers beyond a
+    float, lone surrogates) except a key twice in one object, which it keeps silently: so a
+    line is taken from orjson only when its ``":`` count equals the members parsed (every key
+    of a line :data:`_SPACED_KEY` does not match ends in exactly ``":``). Anything else — a bad
+    line, a torn one, a second header, a record the plain checks decline — goes to
+    :func:`read_record_line`, which gives the values or the error it always gave.
+    """
+    text = line.text
+    if '\\":' not in text and _SPACED_KEY.search(text) is None:
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            obj = None
+        if type(obj) is dict and "kind" not in obj and _keys(obj) == text.count('":'):
+            record = _record_fast(obj, line.number)
+            if record is not None:
+                return record
+    return read_record_line(line, path, warnings)
 
 
 def _records(
