@@ -11,6 +11,7 @@ from its bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -477,4 +478,6 @@ def run_gate(
     diagnosis = (
         diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
     )
+    if diagnosis is not None:  # the comparison file and the reports show it
+        comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
     return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis)

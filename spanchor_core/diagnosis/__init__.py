@@ -4,6 +4,7 @@
 
     lost.py            gold the baseline's top K covered and the candidate's does not
     causes.py          a cause per lost piece (missing > unmapped > split > rank > dropped)
+    model.py           the diagnosis as data (causes per query, counts, splits) and its JSON
     regressions.py     causes for every regressed query of a Comparison, judged at its regressed K
     inventory.py       chunk inventories: every chunk of an index, mapped once onto the corpus
     inventory_file.py  the ``spanchor.chunks`` JSONL file (header line, one chunk a line)
@@ -63,6 +64,7 @@ from spanchor_core.diagnosis.inventory_file import (
     write_chunks,
 )
 from spanchor_core.diagnosis.lost import gold_pieces, lost_evidence
+from spanchor_core.diagnosis.model import cause_from_json, diagnosis_from_json
 from spanchor_core.diagnosis.oracle import (
     MetricSplit,
     OracleRecall,
@@ -77,6 +79,7 @@ from spanchor_core.diagnosis.regressions import (
     RegressionDiagnosis,
     diagnose_regressions,
     diagnosis_cutoffs,
+    with_diagnosis,
 )
 
 __all__ = [
@@ -108,6 +111,7 @@ __all__ = [
     "RegressionDiagnosis",
     "SplitCause",
     "UnmappedCause",
+    "cause_from_json",
     "chunk_file_schemas",
     "chunk_report",
     "chunk_report_markdown",
@@ -119,6 +123,7 @@ __all__ = [
     "chunks_from_texts",
     "diagnose_regressions",
     "diagnosis_cutoffs",
+    "diagnosis_from_json",
     "gold_pieces",
     "load_inventory",
     "lost_evidence",
@@ -130,5 +135,6 @@ __all__ = [
     "regression_causes",
     "split_change",
     "summarise",
+    "with_diagnosis",
     "write_chunks",
 ]
