@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from spanchor_core._version import __version__
-from spanchor_core.cli import authoring, corpus, evaluation
+from spanchor_core.cli import authoring, chunks, corpus, evaluation
 from spanchor_core.cli.errors import (
     error_exit_code,
     exit_status,
@@ -65,6 +65,7 @@ app.add_typer(authoring.query_app, name="query")
 app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
+app.add_typer(chunks.chunks_app, name="chunks")
 
 
 def main(argv: list[str] | None = None) -> int:

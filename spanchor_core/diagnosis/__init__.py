@@ -9,7 +9,7 @@
     inventory.py       chunk inventories: every chunk of an index, mapped once onto the corpus
     inventory_file.py  the ``spanchor.chunks`` JSONL file (header line, one chunk a line)
     oracle.py          oracle recall@K (exact) and the chunking / ranking split of a metric change
-    chunk_report.py    a chunking report without a retriever, and its Markdown rendering
+    chunk_report.py    a chunking report without a retriever (rendered by render/chunks.py)
 
 Layer: beside compare (imports spans, corpus, runs, locate, metrics, evaluate and compare
 models; never render or cli). Only ``inventory_file`` reads or writes files.
@@ -37,7 +37,6 @@ from spanchor_core.diagnosis.chunk_report import (
     ChunkSizeStats,
     QueryChunking,
     chunk_report,
-    chunk_report_markdown,
 )
 from spanchor_core.diagnosis.inventory import (
     Chunk,
@@ -114,7 +113,6 @@ __all__ = [
     "cause_from_json",
     "chunk_file_schemas",
     "chunk_report",
-    "chunk_report_markdown",
     "chunking_split",
     "chunks_from_dicts",
     "chunks_from_documents",
