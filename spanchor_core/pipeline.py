@@ -21,7 +21,13 @@ from typing import Literal
 
 from spanchor_core.compare import BAD_INPUT_FINDINGS, Comparison, compare
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
-from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
+from spanchor_core.diagnosis import (
+    ChunkInventory,
+    RegressionDiagnosis,
+    diagnose_regressions,
+    inventory_path,
+    load_inventory,
+)
 from spanchor_core.errors import InputError, RunError
 from spanchor_core.evaluate import (
     Evaluation,
@@ -441,6 +447,17 @@ def policy_with_drops(policy: Policy | None, max_drop: Mapping[str, float | None
     return policy_from_mapping(data)
 
 
+def _inventories(
+    config: GateConfig, baseline: Evaluation, candidate: Evaluation, corpus: Corpus | None
+) -> tuple[ChunkInventory | None, ChunkInventory | None]:
+    """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``)."""
+    found: list[ChunkInventory | None] = []
+    for evaluation, source in ((baseline, config.baseline), (candidate, config.candidate)):
+        path = inventory_path(evaluation.settings.run_header, source)
+        found.append(None if path is None or corpus is None else load_inventory(path, corpus))
+    return found[0], found[1]
+
+
 def run_gate(
     config: GateConfig,
     *,
@@ -475,8 +492,17 @@ def run_gate(
         seed=config.seed,
         max_unmapped_rate=config.max_unmapped_rate,
     )
+    chunks = _inventories(config, baseline, candidate, corpus)
     diagnosis = (
-        diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
+        diagnose_regressions(
+            comparison,
+            baseline,
+            candidate,
+            baseline_chunks=chunks[0],
+            candidate_chunks=chunks[1],
+        )
+        if comparison.regressions() or None not in chunks
+        else None
     )
     if diagnosis is not None:  # the comparison file and the reports show it
         comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
