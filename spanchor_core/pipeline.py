@@ -11,6 +11,7 @@ from its bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,13 @@ from spanchor_core.compare.noise import (
     repeated_baseline,
 )
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
-from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
+from spanchor_core.diagnosis import (
+    ChunkInventory,
+    RegressionDiagnosis,
+    diagnose_regressions,
+    inventory_path,
+    load_inventory,
+)
 from spanchor_core.errors import InputError, RunError
 from spanchor_core.evaluate import (
     Evaluation,
@@ -515,6 +522,17 @@ def policy_with_drops(policy: Policy | None, max_drop: Mapping[str, float | None
     return policy_from_mapping(data)
 
 
+def _inventories(
+    config: GateConfig, baseline: Evaluation, candidate: Evaluation, corpus: Corpus | None
+) -> tuple[ChunkInventory | None, ChunkInventory | None]:
+    """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``)."""
+    found: list[ChunkInventory | None] = []
+    for evaluation, source in ((baseline, config.baseline), (candidate, config.candidate)):
+        path = inventory_path(evaluation.settings.run_header, source)
+        found.append(None if path is None or corpus is None else load_inventory(path, corpus))
+    return found[0], found[1]
+
+
 def run_gate(
     config: GateConfig,
     *,
@@ -562,9 +580,20 @@ def run_gate(
         seed=config.seed,
         max_unmapped_rate=config.max_unmapped_rate,
     )
+    chunks = _inventories(config, baseline, candidate, corpus)
     diagnosis = (
-        diagnose_regressions(comparison, baseline, candidate) if comparison.regressions() else None
+        diagnose_regressions(
+            comparison,
+            baseline,
+            candidate,
+            baseline_chunks=chunks[0],
+            candidate_chunks=chunks[1],
+        )
+        if comparison.regressions() or None not in chunks
+        else None
     )
+    if diagnosis is not None:  # the comparison file and the reports show it
+        comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
     return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis, members)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spanchor_core.compare.file import comparison_json_schema
+from spanchor_core.diagnosis import chunk_file_schemas
 from spanchor_core.evaluate import evaluation_json_schema
 from spanchor_core.gold import gold_json_schemas
 from spanchor_core.runs import run_file_schemas
@@ -30,6 +31,7 @@ def file_schemas() -> dict[str, dict[str, Any]]:
         named[f"{key}.schema.json"] = schema
     named["spanchor.evaluation.schema.json"] = evaluation_json_schema()
     named["spanchor.comparison.schema.json"] = comparison_json_schema()
+    named.update(chunk_file_schemas())
     return dict(sorted(named.items()))
 
 

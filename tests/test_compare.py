@@ -538,7 +538,7 @@ def test_comparison_file_round_trips(tmp_path: Path) -> None:
     assert read_comparison(path) == comparison
     assert [p.name for p in path.parent.iterdir()] == ["comparison.json"]  # no temp file left
     data = path.read_text(encoding="utf-8")
-    assert data.startswith('{\n  "kind": "spanchor.comparison",\n  "schema_version": 1,')
+    assert data.startswith('{\n  "kind": "spanchor.comparison",\n  "schema_version": 2,')
     assert data.endswith("}\n")
 
 

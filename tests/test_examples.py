@@ -208,6 +208,18 @@ def test_chroma_example_figures_are_sane_and_deterministic(
     assert comparison.counts["compared"] == len(gold)
     assert summary["comparison"]["regressed"] == comparison.counts["regressed"]
     assert (first / "report.md").read_text(encoding="utf-8").startswith("## ")
+    # the chunking / ranking split of each recall@K, from both indexes' chunk inventories
+    assert "why: " in out
+    assert comparison.diagnosis is not None
+    assert comparison.diagnosis.summary.regressed == comparison.counts["regressed"]
+    split = summary["diagnosis"]["splits"]["recall@5"]
+    assert split["line"] in out
+    assert split["delta"] == pytest.approx(split["chunking"] + split["ranking"], abs=2e-4)
+    assert 0.0 <= split["oracle_candidate"] <= split["oracle_baseline"] <= 1.0
+    for size in (1000, 400):
+        assert (first / "chunks" / f"chunks-{size}.jsonl").read_bytes() == (
+            second / "chunks" / f"chunks-{size}.jsonl"
+        ).read_bytes()
 
 
 # -- ci -----------------------------------------------------------------------------------------

@@ -60,6 +60,14 @@ from spanchor_core import (
     write_evaluation,
     write_gold,
 )
+from spanchor_core.diagnosis import (
+    Chunk,
+    ChunkInventory,
+    map_inventory,
+    with_diagnosis,
+    write_chunks,
+)
+from spanchor_core.locate import Locator
 from spanchor_core.policy import policy_from_mapping
 from spanchor_core.render import comparison_markdown, write_report
 
@@ -172,6 +180,25 @@ def chunk(corpus: Corpus, size: int) -> list[tuple[str, int, str]]:
     return chunks
 
 
+def inventory(out: Path, size: int, corpus: Corpus, locator: Locator) -> ChunkInventory:
+    """The chunk inventory of one index (every chunk BM25 holds), written to ``chunks/`` and
+    mapped onto the corpus: what lets the comparison tell the chunking's part from the ranking's."""
+    description = f"RecursiveCharacterTextSplitter(chunk_size={size}, chunk_overlap=0)"
+    chunks = [
+        Chunk(text, document_id, start, start + len(text), f"{size}/{n}")
+        for n, (document_id, start, text) in enumerate(chunk(corpus, size))
+    ]
+    (out / "chunks").mkdir(parents=True, exist_ok=True)
+    write_chunks(
+        chunks,
+        out / "chunks" / f"chunks-{size}.jsonl",
+        description=description,
+        corpus_fingerprint=corpus.fingerprint,
+        created_at="2026-01-01T00:00:00.000Z",  # the example's files are byte-stable
+    )
+    return map_inventory(corpus, chunks, locator=locator, description=description)
+
+
 def _record(path: Path, size: int, corpus: Corpus, gold: GoldSet) -> int:
     """Index the chunks of one size with BM25, ask every query, record the top ``TOP_K``."""
     chunks = chunk(corpus, size)
@@ -231,16 +258,27 @@ def run_example(out: Path) -> dict[str, Any]:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "evaluations").mkdir(parents=True, exist_ok=True)
     evaluations: list[Evaluation] = []
+    inventories: list[ChunkInventory] = []
     configs: dict[str, Any] = {}
+    locator = Locator(corpus)
     for size in CHUNK_SIZES:
         name = f"chunks-{size}"
         chunks = _record(out / "runs" / f"{name}.jsonl", size, corpus, gold)
-        evaluation = evaluate(corpus, gold, read_run(out / "runs" / f"{name}.jsonl"))
+        evaluation = evaluate(
+            corpus, gold, read_run(out / "runs" / f"{name}.jsonl"), locator=locator
+        )
         write_evaluation(evaluation, out / "evaluations" / f"{name}.json")
         evaluations.append(evaluation)
+        inventories.append(inventory(out, size, corpus, locator))
         configs[name] = _figures(evaluation, chunks)
     baseline, candidate = evaluations
-    comparison = compare(baseline, candidate, policy_from_mapping(POLICY))
+    comparison = with_diagnosis(  # causes per regression, and the chunking / ranking split
+        compare(baseline, candidate, policy_from_mapping(POLICY)),
+        baseline,
+        candidate,
+        baseline_chunks=inventories[0],
+        candidate_chunks=inventories[1],
+    )
     write_comparison(comparison, out / "comparison.json")
     report = comparison_markdown(
         comparison, baseline=baseline, candidate=candidate, gold=gold, corpus=corpus
@@ -262,11 +300,32 @@ def run_example(out: Path) -> dict[str, Any]:
         "candidate": f"chunks-{CHUNK_SIZES[1]}",
         "configs": configs,
         "comparison": {"passed": comparison.passed, **comparison.counts},
+        "diagnosis": _diagnosis_figures(comparison.diagnosis),
     }
     text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
     (out / "summary.json").write_text(text, encoding="utf-8")
     _write_gate_config(out)
     return summary
+
+
+def _diagnosis_figures(diagnosis: Any) -> dict[str, Any]:
+    """Why the regressions regressed, and each recall@K change split into chunking + ranking."""
+    if diagnosis is None:
+        return {"why": None, "splits": {}}
+    return {
+        "why": diagnosis.summary.line(),
+        "splits": {
+            split.metric: {
+                "line": split.line(),
+                "delta": round(split.delta, 4),
+                "chunking": round(split.chunking, 4),
+                "ranking": round(split.ranking, 4),
+                "oracle_baseline": round(split.oracle_baseline, 4),
+                "oracle_candidate": round(split.oracle_candidate, 4),
+            }
+            for split in diagnosis.splits
+        },
+    }
 
 
 def _write_gate_config(out: Path) -> None:
@@ -305,6 +364,11 @@ def _print_summary(summary: dict[str, Any], out: Path, seconds: float) -> None:
         f"{verdict}: {result['compared']} queries compared — {result['regressed']} regressed, "
         f"{result['improved']} improved, {result['unchanged']} unchanged"
     )
+    diagnosis = summary["diagnosis"]
+    if diagnosis["why"]:
+        print(f"why: {diagnosis['why']}")
+    for split in diagnosis["splits"].values():
+        print(split["line"])
     print(f"wrote {out} in {seconds:.1f} s")
 
 

@@ -42,6 +42,12 @@ from spanchor_langchain.evaluators import (
     span_recall_evaluator,
     span_summary_evaluator,
 )
+from spanchor_langchain.inventory import (
+    documents_to_chunks,
+    inventory_from_documents,
+    vector_store_documents,
+    write_inventory,
+)
 from spanchor_langchain.manual import record, recorded
 from spanchor_langchain.recording import QUERY_ID_KEY
 from spanchor_langchain.retriever import RecordingRetriever, ScoredVectorStoreRetriever
@@ -61,7 +67,9 @@ __all__ = [
     "SpanchorCallbackHandler",
     "active_handler",
     "arun_gold_set",
+    "documents_to_chunks",
     "documents_to_results",
+    "inventory_from_documents",
     "langsmith_examples",
     "record",
     "record_retrievals",
@@ -71,4 +79,6 @@ __all__ = [
     "span_evaluator",
     "span_recall_evaluator",
     "span_summary_evaluator",
+    "vector_store_documents",
+    "write_inventory",
 ]

@@ -21,6 +21,7 @@ Thin translation layers from LlamaIndex objects to spanchor's core (depends on
   reranked and final-context stages, per trace); :mod:`~spanchor_llamaindex.blocks` —
   ``record_retrievals`` and ``tag_query``;
 * :mod:`~spanchor_llamaindex.nodes` — how a node becomes a result (text, score, document id);
+* :mod:`~spanchor_llamaindex.inventory` — chunk inventories from nodes, a docstore or an index;
 * :mod:`~spanchor_llamaindex.datasets`, :mod:`~spanchor_llamaindex.rag_dataset` — LlamaIndex
   QA datasets and ``LabelledRagDataset`` files to span gold sets.
 
@@ -53,6 +54,12 @@ from spanchor_llamaindex.evaluator import (
     GoldSetEvaluation,
     SpanRetrievalEvalResult,
     SpanRetrieverEvaluator,
+)
+from spanchor_llamaindex.inventory import (
+    docstore_nodes,
+    inventory_from_nodes,
+    nodes_to_chunks,
+    write_inventory,
 )
 from spanchor_llamaindex.metrics import (
     SpanAP,
@@ -111,9 +118,12 @@ __all__ = [
     "SpanRetrieverEvaluator",
     "SpanchorEventHandler",
     "default_document_id",
+    "docstore_nodes",
     "gold_from_qa_dataset",
     "gold_from_rag_dataset",
+    "inventory_from_nodes",
     "node_to_result",
+    "nodes_to_chunks",
     "nodes_to_results",
     "rag_to_qa_dataset",
     "read_qa_dataset",
@@ -125,5 +135,6 @@ __all__ = [
     "span_results_table",
     "tag_query",
     "unregister_span_metrics",
+    "write_inventory",
     "write_qa_dataset",
 ]

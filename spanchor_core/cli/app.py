@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from spanchor_core._version import __version__
-from spanchor_core.cli import authoring, corpus, evaluation
+from spanchor_core.cli import authoring, chunks, corpus, evaluation
 from spanchor_core.cli.errors import (
     error_exit_code,
     exit_status,
@@ -72,6 +72,7 @@ app.add_typer(authoring.query_app, name="query")
 app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
+app.add_typer(chunks.chunks_app, name="chunks")
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

@@ -14,9 +14,9 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spanchor_core._io import atomic_write, loads_strict
 from spanchor_core._version import __version__
@@ -35,6 +35,9 @@ from spanchor_core.compare.model import (
 from spanchor_core.errors import EvaluationFileError
 from spanchor_core.policy import AggregateGate, Direction, Policy
 
+if TYPE_CHECKING:
+    from spanchor_core.diagnosis.model import RegressionDiagnosis
+
 __all__ = [
     "COMPARISON_KIND",
     "COMPARISON_SCHEMA_VERSION",
@@ -45,7 +48,9 @@ __all__ = [
 ]
 
 COMPARISON_KIND: Final = "spanchor.comparison"
-COMPARISON_SCHEMA_VERSION: Final = 1
+COMPARISON_SCHEMA_VERSION: Final = 2
+"""Version 2 added ``diagnosis`` (the causes of each regression); version 1 files still read."""
+_READABLE_VERSIONS: Final = (1, 2)
 
 
 class _Model(BaseModel):
@@ -110,11 +115,136 @@ class _NoiseModel(_Model):
     flaky_queries: list[_FlakyModel]
 
 
+CauseName = Literal["missing", "unmapped", "split", "rank", "dropped"]
+
+
+class _CauseBase(_Model):
+    cause: CauseName
+    """Which cause (each subclass fixes it); written first."""
+    document_id: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    """The lost gold characters ``[start, end)``."""
+    k: int = Field(ge=1)
+    """The cutoff the piece was lost at."""
+    rank_before: int = Field(ge=1)
+    """The baseline's first rank (``<= k``) overlapping the piece."""
+
+
+class _MissingCauseModel(_CauseBase):
+    cause: Literal["missing"]
+    reason: Literal["missing_in_run", "error"]
+    error: str | None
+    also: list[CauseName]
+
+
+class _UnmappedCauseModel(_CauseBase):
+    cause: Literal["unmapped"]
+    unmapped_before: int = Field(ge=0)
+    unmapped_after: int = Field(ge=0)
+    ranks: list[int]
+    also: list[CauseName]
+
+
+class _SpanModel(_Model):
+    document_id: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class _SplitCauseModel(_CauseBase):
+    cause: Literal["split"]
+    evidence: _SpanModel
+    """The gold piece the lost characters belong to."""
+    boundaries: list[int]
+    """Offsets inside the evidence where a candidate result starts or ends."""
+    coverage_before: float = Field(ge=0.0, le=1.0)
+    coverage_after: float = Field(ge=0.0, le=1.0)
+    rank_after: int | None
+    also: list[CauseName]
+
+
+class _RankCauseModel(_CauseBase):
+    cause: Literal["rank"]
+    rank_after: int = Field(ge=1)
+    also: list[CauseName]
+
+
+class _DroppedCauseModel(_CauseBase):
+    cause: Literal["dropped"]
+    results: int = Field(ge=0)
+    indexed: float | None = Field(ge=0.0, le=1.0)
+    also: list[CauseName]
+
+
+_CauseModel = Annotated[
+    _MissingCauseModel
+    | _UnmappedCauseModel
+    | _SplitCauseModel
+    | _RankCauseModel
+    | _DroppedCauseModel,
+    Field(discriminator="cause"),
+]
+
+
+class _QueryDiagnosisModel(_Model):
+    query_id: str
+    k: int = Field(ge=1)
+    causes: list[_CauseModel]
+
+
+class _CauseCountsModel(_Model):
+    missing: int = Field(ge=0)
+    unmapped: int = Field(ge=0)
+    split: int = Field(ge=0)
+    rank: int = Field(ge=0)
+    dropped: int = Field(ge=0)
+
+
+class _CauseSummaryModel(_Model):
+    regressed: int = Field(ge=0)
+    queries: _CauseCountsModel
+    """Regressed queries by their primary cause."""
+    pieces: _CauseCountsModel
+    """Every cause of every regressed query."""
+    unexplained: int = Field(ge=0)
+
+
+class _SplitQueryModel(_Model):
+    query_id: str
+    baseline: float
+    candidate: float
+    oracle_baseline: float
+    oracle_candidate: float
+
+
+class _MetricSplitModel(_Model):
+    metric: str
+    n: int = Field(ge=0)
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    oracle_baseline: float | None
+    oracle_candidate: float | None
+    chunking: float | None
+    """The oracle's change: what the chunking did."""
+    ranking: float | None
+    """The rest of the change: what the ranking did."""
+    queries: list[_SplitQueryModel]
+
+
+class _DiagnosisModel(_Model):
+    summary: _CauseSummaryModel
+    note: str | None
+    splits: list[_MetricSplitModel]
+    queries: list[_QueryDiagnosisModel]
+
+
 class ComparisonFile(_Model):
     """The comparison file: one JSON object, ``kind`` and ``schema_version`` first."""
 
     kind: Literal["spanchor.comparison"] = COMPARISON_KIND
-    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = COMPARISON_SCHEMA_VERSION
     spanchor_version: str | None
     passed: bool
     exit_code: int
@@ -130,11 +260,14 @@ class ComparisonFile(_Model):
     aggregates: list[_AggregateModel]
     noise: _NoiseModel | None = None
     """Several baselines: their count, each gated metric's mean spread, the flaky queries."""
+
+    diagnosis: _DiagnosisModel | None = None
+    """Why each regressed query regressed (schema_version 2; absent: not diagnosed)."""
     queries: list[_QueryModel]
 
 
 def comparison_json_schema() -> dict[str, Any]:
-    """JSON Schema of the comparison file (``kind: spanchor.comparison``, schema_version 1)."""
+    """JSON Schema of the comparison file (``kind: spanchor.comparison``, schema_version 2)."""
     return ComparisonFile.model_json_schema()
 
 
@@ -171,6 +304,7 @@ def _to_file(comparison: Comparison, *, with_queries: bool = True) -> Comparison
         only_in_candidate=list(comparison.only_in_candidate),
         aggregates=[_AggregateModel(**_aggregate_dict(row)) for row in comparison.aggregates],
         noise=_noise_model(comparison.noise),
+        diagnosis=_diagnosis_model(comparison.diagnosis),
         queries=[
             _QueryModel(
                 query_id=row.query_id,
@@ -215,6 +349,12 @@ def _noise_summary(model: _NoiseModel | None) -> NoiseSummary | None:
     )
 
 
+def _diagnosis_model(diagnosis: RegressionDiagnosis | None) -> _DiagnosisModel | None:
+    if diagnosis is None:
+        return None
+    return _DiagnosisModel.model_validate(diagnosis.to_json())
+
+
 def _aggregate_dict(row: AggregateChange) -> dict[str, Any]:
     return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
 
@@ -257,7 +397,17 @@ def _from_file(model: ComparisonFile) -> Comparison:
         baseline_settings=settings(model.baseline),
         candidate_settings=settings(model.candidate),
         noise=_noise_summary(model.noise),
+        diagnosis=_read_diagnosis(model.diagnosis),
     )
+
+
+def _read_diagnosis(model: _DiagnosisModel | None) -> RegressionDiagnosis | None:
+    if model is None:
+        return None
+    # Imported here: the diagnosis package imports this one (it diagnoses comparisons).
+    from spanchor_core.diagnosis.model import diagnosis_from_json
+
+    return diagnosis_from_json(model.model_dump(mode="json"))
 
 
 _string = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses
@@ -356,11 +506,16 @@ def read_comparison(path: str | os.PathLike[str]) -> Comparison:
         raise EvaluationFileError(
             f"not a comparison file (kind {kind!r}, expected {COMPARISON_KIND!r})", path=source
         )
-    if data.get("schema_version") != COMPARISON_SCHEMA_VERSION:
+    version = data.get("schema_version")
+    if type(version) is not int or version not in _READABLE_VERSIONS:
         raise EvaluationFileError(
-            f"unsupported comparison schema_version {data.get('schema_version')!r}",
+            f"unsupported comparison schema_version {version!r}",
             path=source,
-            hint=f"this spanchor reads schema_version {COMPARISON_SCHEMA_VERSION}",
+            hint=f"this spanchor reads schema_version {' and '.join(map(str, _READABLE_VERSIONS))}",
+        )
+    if version == 1 and "diagnosis" in data:
+        raise EvaluationFileError(
+            "diagnosis: not part of schema_version 1 (it came with version 2)", path=source
         )
     try:
         model = ComparisonFile.model_validate(data)

@@ -11,11 +11,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from spanchor_core import _display
 from spanchor_core.exit_codes import ExitCode, combine_exit_codes
 from spanchor_core.policy import AggregateGate, Direction, Policy
+
+if TYPE_CHECKING:  # the diagnosis is computed above this layer and attached afterwards
+    from spanchor_core.diagnosis.model import RegressionDiagnosis
 
 __all__ = [
     "AggregateChange",
@@ -289,6 +292,9 @@ class Comparison:
     candidate_coverage: Coverage | None = None
     noise: NoiseSummary | None = None
     """Set when the baseline was several repeated runs (:mod:`.noise`)."""
+    diagnosis: RegressionDiagnosis | None = None
+    """Why each regressed query regressed, when attached by
+    :func:`spanchor_core.diagnosis.with_diagnosis` (the gate does); ``None`` otherwise."""
 
     @property
     def exit_code(self) -> ExitCode:

@@ -4,11 +4,12 @@
 
     lost.py            gold the baseline's top K covered and the candidate's does not
     causes.py          a cause per lost piece (missing > unmapped > split > rank > dropped)
+    model.py           the diagnosis as data (causes per query, counts, splits) and its JSON
     regressions.py     causes for every regressed query of a Comparison, judged at its regressed K
     inventory.py       chunk inventories: every chunk of an index, mapped once onto the corpus
     inventory_file.py  the ``spanchor.chunks`` JSONL file (header line, one chunk a line)
     oracle.py          oracle recall@K (exact) and the chunking / ranking split of a metric change
-    chunk_report.py    a chunking report without a retriever, and its Markdown rendering
+    chunk_report.py    a chunking report without a retriever (rendered by render/chunks.py)
 
 Layer: beside compare (imports spans, corpus, runs, locate, metrics, evaluate and compare
 models; never render or cli). Only ``inventory_file`` reads or writes files.
@@ -36,7 +37,6 @@ from spanchor_core.diagnosis.chunk_report import (
     ChunkSizeStats,
     QueryChunking,
     chunk_report,
-    chunk_report_markdown,
 )
 from spanchor_core.diagnosis.inventory import (
     Chunk,
@@ -54,15 +54,18 @@ from spanchor_core.diagnosis.inventory import (
 from spanchor_core.diagnosis.inventory_file import (
     CHUNKS_KIND,
     CHUNKS_SCHEMA_VERSION,
+    INVENTORY_TAG,
     ChunkFile,
     ChunkLine,
     ChunksHeader,
     chunk_file_schemas,
+    inventory_path,
     load_inventory,
     read_chunks,
     write_chunks,
 )
 from spanchor_core.diagnosis.lost import gold_pieces, lost_evidence
+from spanchor_core.diagnosis.model import cause_from_json, diagnosis_from_json
 from spanchor_core.diagnosis.oracle import (
     MetricSplit,
     OracleRecall,
@@ -77,12 +80,14 @@ from spanchor_core.diagnosis.regressions import (
     RegressionDiagnosis,
     diagnose_regressions,
     diagnosis_cutoffs,
+    with_diagnosis,
 )
 
 __all__ = [
     "CAUSE_KINDS",
     "CHUNKS_KIND",
     "CHUNKS_SCHEMA_VERSION",
+    "INVENTORY_TAG",
     "AnchorCut",
     "Cause",
     "CauseKind",
@@ -108,9 +113,9 @@ __all__ = [
     "RegressionDiagnosis",
     "SplitCause",
     "UnmappedCause",
+    "cause_from_json",
     "chunk_file_schemas",
     "chunk_report",
-    "chunk_report_markdown",
     "chunking_split",
     "chunks_from_dicts",
     "chunks_from_documents",
@@ -119,7 +124,9 @@ __all__ = [
     "chunks_from_texts",
     "diagnose_regressions",
     "diagnosis_cutoffs",
+    "diagnosis_from_json",
     "gold_pieces",
+    "inventory_path",
     "load_inventory",
     "lost_evidence",
     "map_inventory",
@@ -130,5 +137,6 @@ __all__ = [
     "regression_causes",
     "split_change",
     "summarise",
+    "with_diagnosis",
     "write_chunks",
 ]

@@ -4,8 +4,8 @@ For a gold set and a :class:`~spanchor_core.diagnosis.inventory.ChunkInventory`,
 how many chunks each gold anchor is cut into, the share of it the best single chunk holds,
 oracle recall@K for several K, and the ceiling (oracle recall with every chunk); plus
 chunk-size statistics and the queries that no K can serve. Two chunkers are compared by
-comparing their reports, before anything is indexed. :func:`chunk_report_markdown` renders
-one report (it belongs with the renderers and will move there).
+comparing their reports, before anything is indexed; :mod:`spanchor_core.render.chunks`
+renders one report or several side by side (Markdown, HTML, text, JSON).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ __all__ = [
     "ChunkSizeStats",
     "QueryChunking",
     "chunk_report",
-    "chunk_report_markdown",
 ]
 
 
@@ -269,56 +268,3 @@ def chunk_report(
         queries=tuple(rows),
         skipped=tuple(skipped),
     )
-
-
-# -- Markdown -----------------------------------------------------------------------------------
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell (render/ has the shared escaper; use it there)."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _pieces(row: QueryChunking) -> str:
-    return ", ".join(str(cut.pieces) for cut in row.anchors)
-
-
-def chunk_report_markdown(report: ChunkReport) -> str:
-    """The report as Markdown: summary, oracle recall by K, unservable queries, per query."""
-    s = report.sizes
-    title = "Chunking report"
-    if report.description:
-        title += f": {_cell(report.description)}"
-    lines = [f"# {title}", ""]
-    mean = f"{s.mean:.0f}" if math.isfinite(s.mean) else "–"
-    lines.append(
-        f"{s.chunks} chunks ({s.mapped} mapped, {s.unmapped} unmapped); size in characters: "
-        f"min {s.min}, median {s.median}, mean {mean}, p90 {s.p90}, max {s.max}. "
-        f"They cover {s.corpus_coverage:.1%} of the corpus (redundancy {s.redundancy:.2f})."
-    )
-    lines += ["", "## Oracle recall: the best any ranking could reach", ""]
-    lines += ["| K | mean oracle recall@K | queries fully served |", "| ---: | ---: | ---: |"]
-    n = len(report.queries)
-    for k in report.k:
-        value = report.mean_oracle(k)
-        shown = f"{value:.3f}" if math.isfinite(value) else "–"
-        lines.append(f"| {k} | {shown} | {report.fully_served(k)} of {n} |")
-    lines += ["", "## Queries no K can serve", ""]
-    unservable = [row for row in report.queries if not row.servable]
-    if not unservable:
-        lines.append("None: every query's evidence lies inside the chunks.")
-    for row in unservable:
-        lines.append(
-            f"- {_cell(row.query_id)}: at most {row.ceiling:.1%} of its evidence is in any chunk"
-        )
-    if report.skipped:
-        lines += ["", f"Skipped (no anchors): {_cell(', '.join(report.skipped))}"]
-    header = " | ".join(f"oracle@{k}" for k in report.k)
-    lines += ["", "## Per query", ""]
-    lines.append(f"| query | chunks per anchor | best single chunk | {header} |")
-    lines.append("| --- | ---: | ---: | " + " | ".join("---:" for _ in report.k) + " |")
-    for row in report.queries:
-        best = ", ".join(f"{cut.best_single:.0%}" for cut in row.anchors)
-        values = " | ".join(f"{row.oracle[k].recall:.3f}" for k in report.k)
-        lines.append(f"| {_cell(row.query_id)} | {_pieces(row)} | {best} | {values} |")
-    return "\n".join(lines) + "\n"

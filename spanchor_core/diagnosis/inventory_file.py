@@ -41,10 +41,12 @@ from spanchor_core.runs.file_models import check_timestamp, utc_now
 __all__ = [
     "CHUNKS_KIND",
     "CHUNKS_SCHEMA_VERSION",
+    "INVENTORY_TAG",
     "ChunkFile",
     "ChunkLine",
     "ChunksHeader",
     "chunk_file_schemas",
+    "inventory_path",
     "load_inventory",
     "read_chunks",
     "write_chunks",
@@ -52,6 +54,11 @@ __all__ = [
 
 CHUNKS_KIND: Final = "spanchor.chunks"
 CHUNKS_SCHEMA_VERSION: Final = 1
+
+INVENTORY_TAG: Final = "spanchor.chunks"
+"""Run header tag naming the chunk inventory of the run's index: a path, relative to the run
+file's folder unless absolute (``RunRecorder(..., tags={INVENTORY_TAG: "chunks/w200.jsonl"})``).
+The gate then splits each recall@K change into its chunking and ranking parts."""
 
 
 class ChunksHeader(BaseModel):
@@ -281,3 +288,38 @@ def load_inventory(
         description=found.header.description,
         parameters=found.header.parameters,
     )
+
+
+def inventory_path(
+    run_header: Mapping[str, Any] | None, source: str | os.PathLike[str]
+) -> Path | None:
+    """The chunk inventory a run header points to (tag :data:`INVENTORY_TAG`), or ``None``.
+
+    A relative path is taken relative to the folder of ``source``, the run (or evaluation)
+    file the header was read from. A tag that is not a non-empty string is an error, and so is
+    a path that does not exist: the user asked for an inventory.
+    """
+    if not run_header:
+        return None
+    tags = run_header.get("tags")
+    if not isinstance(tags, Mapping) or INVENTORY_TAG not in tags:
+        return None
+    value = tags[INVENTORY_TAG]
+    if not isinstance(value, str) or not value:
+        raise ChunkInventoryError(
+            f"run header tag {INVENTORY_TAG!r} must be a path, got {value!r}",
+            path=source,
+            line=1,
+        )
+    target = Path(value)
+    if not target.is_absolute():
+        target = Path(source).parent / target
+    if not target.is_file():
+        raise ChunkInventoryError(
+            f"the run header points to the chunk inventory {value!r}, which does not exist "
+            f"({target})",
+            path=source,
+            line=1,
+            hint=f"write it (diagnosis.write_chunks) or drop the {INVENTORY_TAG!r} tag",
+        )
+    return target

@@ -7,62 +7,23 @@ and asks :func:`~spanchor_core.diagnosis.causes.regression_causes` for its cause
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
 
 from spanchor_core.compare import Comparison, QueryChange
-from spanchor_core.diagnosis.causes import Cause, CauseSummary, regression_causes, summarise
+from spanchor_core.diagnosis.causes import regression_causes, summarise
 from spanchor_core.diagnosis.inventory import ChunkInventory
+from spanchor_core.diagnosis.model import QueryDiagnosis, RegressionDiagnosis
+from spanchor_core.diagnosis.oracle import MetricSplit, chunking_split
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import metric_parts
 
-__all__ = ["QueryDiagnosis", "RegressionDiagnosis", "diagnose_regressions", "diagnosis_cutoffs"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryDiagnosis:
-    """The causes of one regressed query, judged at cutoff ``k``."""
-
-    query_id: str
-    k: int
-    causes: tuple[Cause, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "query_id": self.query_id,
-            "k": self.k,
-            "causes": [cause.to_json() for cause in self.causes],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class RegressionDiagnosis(Mapping[str, QueryDiagnosis]):
-    """Causes per regressed query (in :meth:`Comparison.regressions` order) and their counts.
-
-    ``note`` says why no cause could be computed (an evaluation without result spans);
-    the mapping is then empty and ``summary`` counts every regressed query as unexplained.
-    """
-
-    queries: Mapping[str, QueryDiagnosis]
-    summary: CauseSummary
-    note: str | None = None
-
-    def __getitem__(self, query_id: str) -> QueryDiagnosis:
-        return self.queries[query_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.queries)
-
-    def __len__(self) -> int:
-        return len(self.queries)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary.to_json(),
-            "note": self.note,
-            "queries": [row.to_json() for row in self.queries.values()],
-        }
+__all__ = [
+    "QueryDiagnosis",
+    "RegressionDiagnosis",
+    "diagnose_regressions",
+    "diagnosis_cutoffs",
+    "with_diagnosis",
+]
 
 
 def diagnosis_cutoffs(row: QueryChange, evaluation: Evaluation) -> tuple[int, ...]:
@@ -82,6 +43,7 @@ def diagnose_regressions(
     candidate: Evaluation,
     *,
     candidate_chunks: ChunkInventory | None = None,
+    baseline_chunks: ChunkInventory | None = None,
 ) -> RegressionDiagnosis:
     """Causes for every regressed query of ``comparison`` (flaky ones included).
 
@@ -90,16 +52,20 @@ def diagnose_regressions(
     that lost none at any of them has no causes and counts as unexplained. Queries only in
     the baseline are not regressions (the comparison reports them as missing); call
     ``regression_causes(baseline[qid], None, k)`` for them. ``candidate_chunks`` is passed
-    on to :func:`~spanchor_core.diagnosis.causes.regression_causes`.
+    on to :func:`~spanchor_core.diagnosis.causes.regression_causes`; with ``baseline_chunks``
+    too, the diagnosis also splits every ``recall@K`` both sides score into its chunking and
+    ranking parts (:func:`~spanchor_core.diagnosis.oracle.chunking_split`).
     """
     rows = comparison.regressions()
+    splits = _splits(baseline, candidate, baseline_chunks, candidate_chunks)
     for side, evaluation in (("baseline", baseline), ("candidate", candidate)):
         if not evaluation.has_result_spans:
             note = (
                 f"the {side} evaluation was read from {evaluation.settings.source_format}, "
                 "which keeps no result spans: causes need spanchor evaluations or runs"
             )
-            return RegressionDiagnosis({}, summarise({row.query_id: () for row in rows}), note)
+            summary = summarise({row.query_id: () for row in rows})
+            return RegressionDiagnosis({}, summary, note, splits)
     out: dict[str, QueryDiagnosis] = {}
     for row in rows:
         qid = row.query_id
@@ -115,4 +81,44 @@ def diagnose_regressions(
                 chosen = QueryDiagnosis(qid, k, causes)
                 break
         out[qid] = chosen
-    return RegressionDiagnosis(out, summarise({qid: row.causes for qid, row in out.items()}))
+    summary = summarise({qid: row.causes for qid, row in out.items()})
+    return RegressionDiagnosis(out, summary, None, splits)
+
+
+def _splits(
+    baseline: Evaluation,
+    candidate: Evaluation,
+    baseline_chunks: ChunkInventory | None,
+    candidate_chunks: ChunkInventory | None,
+) -> tuple[MetricSplit, ...]:
+    if baseline_chunks is None or candidate_chunks is None:
+        return ()
+    shared = sorted(set(baseline.settings.k) & set(candidate.settings.k))
+    return tuple(
+        chunking_split(baseline, candidate, baseline_chunks, candidate_chunks, k=k)
+        for k in shared
+        if f"recall@{k}" in baseline.metric_names and f"recall@{k}" in candidate.metric_names
+    )
+
+
+def with_diagnosis(
+    comparison: Comparison,
+    baseline: Evaluation,
+    candidate: Evaluation,
+    *,
+    candidate_chunks: ChunkInventory | None = None,
+    baseline_chunks: ChunkInventory | None = None,
+) -> Comparison:
+    """``comparison`` carrying its :func:`diagnose_regressions` (what the comparison file,
+    Markdown, JUnit and HTML reports show). A comparison without regressions and without
+    both inventories is returned as it is."""
+    if not comparison.regressions() and (baseline_chunks is None or candidate_chunks is None):
+        return comparison
+    diagnosis = diagnose_regressions(
+        comparison,
+        baseline,
+        candidate,
+        candidate_chunks=candidate_chunks,
+        baseline_chunks=baseline_chunks,
+    )
+    return dataclasses.replace(comparison, diagnosis=diagnosis)

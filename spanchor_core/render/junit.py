@@ -11,6 +11,7 @@ from typing import Final
 
 from spanchor_core._version import __version__
 from spanchor_core.compare import ChangeStatus, Comparison, QueryChange
+from spanchor_core.render.causes import cause_texts, why_line
 from spanchor_core.render.text import xml_text
 from spanchor_core.render.wording import verdict_word
 
@@ -53,7 +54,10 @@ def comparison_junit(
     error finding that is not about a single query (settings mismatch, too few queries, a
     failed aggregate gate, ...). The XML holds ids, metric names and numbers only — never
     questions or evidence — so ``redact`` changes nothing; it is accepted so that callers can
-    pass the same flag to every renderer.
+    pass the same flag to every renderer. A diagnosed comparison (the gate's, or one read
+    from a comparison file) also says why: the cause counts as a ``why`` property, the
+    chunking / ranking split per recall@K as ``split.<metric>`` properties, and each failure's
+    causes in its message (the first) and text (all).
     """
     del redact  # nothing to remove: see the docstring
     suite = ET.Element("testsuite", {"name": xml_text(suite_name)})
@@ -65,6 +69,12 @@ def comparison_junit(
     if comparison.noise is not None:
         _sub(properties, "property", name="baselines", value=str(comparison.noise.baselines))
         _sub(properties, "property", name="flaky_queries", value=str(len(comparison.noise.flaky)))
+    diagnosis = comparison.diagnosis
+    if diagnosis is not None:
+        _sub(properties, "property", name="why", value=why_line(diagnosis))
+        for split in diagnosis.splits:
+            if split.queries:
+                _sub(properties, "property", name=f"split.{split.metric}", value=split.line())
 
     tests = failures = skipped = 0
     classname = _query_classname(comparison)
@@ -77,12 +87,20 @@ def comparison_junit(
                 f"({row.change(name).delta:+.4f})"
                 for name in row.regressed
             )
+            causes = cause_texts(diagnosis, row.query_id)
+            if causes:  # CI shows the message first: the first cause says why
+                summary += f" — {causes[0]}" + (
+                    f" (+{len(causes) - 1} more)" if len(causes) > 1 else ""
+                )
             if row.flaky:
                 _sub(case, "skipped", message=f"allow-listed flaky query regressed: {summary}")
                 skipped += 1
             else:
                 failure = _sub(case, "failure", type="regression", message=summary)
-                failure.text = xml_text(_metric_lines(row))
+                details = _metric_lines(row)
+                if causes:
+                    details += "\n" + "\n".join(f"cause: {text}" for text in causes)
+                failure.text = xml_text(details)
                 failures += 1
         elif row.flaky:
             out = _sub(case, "system-out")

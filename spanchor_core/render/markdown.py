@@ -14,9 +14,11 @@ from typing import Final
 from spanchor_core._version import __version__
 from spanchor_core.compare import AggregateChange, Comparison, QueryChange
 from spanchor_core.corpus import Corpus
+from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation, MappingStats, QueryStatus
 from spanchor_core.gold import GoldSet
 from spanchor_core.metrics import metric_parts
+from spanchor_core.render.causes import cause_texts, diagnosis_of, split_lines, why_line
 from spanchor_core.render.text import (
     DASH,
     capped_list,
@@ -358,6 +360,24 @@ def _flaky_lines(comparison: Comparison, limit: int) -> list[str]:
     return [*lines, ""]
 
 
+def _why_lines(diagnosis: RegressionDiagnosis | None) -> list[str]:
+    """The cause counts and the chunking / ranking split of recall (when inventories were known)."""
+    if diagnosis is None:
+        return []
+    lines = ["### Why", "", f"**{markdown_escape(why_line(diagnosis))}**"]
+    if diagnosis.note:
+        lines += ["", markdown_escape(diagnosis.note)]
+    splits = split_lines(diagnosis)
+    if splits:
+        lines += [
+            "",
+            "Chunking or ranking (oracle: the best recall@K any ranking could reach):",
+            "",
+        ]
+        lines += [f"- {markdown_escape(line)}" for line in splits]
+    return [*lines, ""]
+
+
 def comparison_markdown(
     comparison: Comparison,
     *,
@@ -372,7 +392,9 @@ def comparison_markdown(
     """A comparison as Markdown for a GitHub step summary or a pull-request comment.
 
     The verdict is the first line, because that is all most readers look at; then what failed,
-    then each regression with the gold evidence the candidate lost (needs both evaluations;
+    then why (the cause counts and, with chunk inventories, the chunking / ranking split of
+    recall), then each regression with its causes and the gold evidence the candidate lost
+    (causes come with the comparison or need both evaluations; evidence needs both;
     the text needs ``corpus`` too, questions need ``gold``), improvements, mapping health of
     both sides and the aggregate statistics. ``limit`` caps every list; ``excerpt_chars`` caps
     each piece of evidence shown.
@@ -401,12 +423,19 @@ def comparison_markdown(
         lines.append("")
 
     regressions = comparison.regressions()
+    diagnosis = diagnosis_of(comparison, baseline, candidate)
+    lines += _why_lines(diagnosis)
     show_question = gold is not None and not redact
     question_column = ["Question"] if show_question else []
     if regressions:
         lines += ["### Regressions (largest drop first)", ""]
         header = ["#", "Query", *question_column, "Change"]
         rows = _query_rows(regressions[:limit], gold, show_question, None)
+        if diagnosis is not None and diagnosis.queries:
+            header.append("Cause")
+            for cells, row in zip(rows, regressions, strict=False):
+                texts = cause_texts(diagnosis, row.query_id)
+                cells.append("<br>".join(markdown_escape(t) for t in texts) or DASH)
         if baseline is not None and candidate is not None:
             header.append("Lost evidence")
             for cells, row in zip(rows, regressions, strict=False):

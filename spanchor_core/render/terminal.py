@@ -215,6 +215,7 @@ def diagnosis_lines(diagnosis: RegressionDiagnosis, limit: int = 10) -> list[str
     lines = [f"[bold]why[/]: {_shown(diagnosis.summary.line())}"]
     if diagnosis.note:
         lines.append(f"  {_shown(diagnosis.note)}")
+    lines += [f"  {_shown(split.line())}" for split in diagnosis.splits if split.queries]
     shown = 0
     for query_id, query in diagnosis.items():
         for cause in query.causes:

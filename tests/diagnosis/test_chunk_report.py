@@ -12,11 +12,11 @@ from spanchor_core.diagnosis import (
     Chunk,
     ChunkInventoryError,
     chunk_report,
-    chunk_report_markdown,
     map_inventory,
 )
 from spanchor_core.errors import GoldError
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+from spanchor_core.render.chunks import chunk_report_markdown
 
 TEXT = "".join(chr(ord("a") + i % 26) for i in range(100))
 CORPUS = Corpus.from_texts({"d": TEXT, "e": "z" * 10})
@@ -109,9 +109,10 @@ def test_to_json_is_json_and_markdown_names_every_part() -> None:
     text = chunk_report_markdown(report)
     assert text.startswith("# Chunking report\n")
     assert "| 2 | 0.750 | 3 of 4 |" in text
-    assert "- elsewhere: at most 0.0% of its evidence is in any chunk" in text
+    assert "| elsewhere | 0.0% |" in text
     assert "| cut | 2 | 50% | 0.500 | 1.000 |" in text
-    assert "Skipped (no anchors): none" in text
+    assert text.index("## Oracle recall") < text.index("## Queries no K") < text.index("## Per")
+    assert "skipped (no anchors): none" in text
 
 
 def test_empty_inventory_and_markdown_escapes() -> None:
@@ -128,3 +129,18 @@ def test_mismatched_inputs_are_refused() -> None:
         chunk_report(CORPUS, GOLD, map_inventory(other, []))
     with pytest.raises(GoldError):
         chunk_report(other, GOLD, map_inventory(other, []))
+
+
+def test_html_and_text_escape_and_list_the_unservable_queries() -> None:
+    from spanchor_core.render.chunks import chunk_report_html, chunk_report_lines
+
+    report = chunk_report(
+        CORPUS, GOLD, map_inventory(CORPUS, []), k=[3], description="<b>x</b>\x1b[31m"
+    )
+    page = chunk_report_html(report)
+    assert "<b>x</b>" not in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page
+    assert '<td>elsewhere</td><td class="num">0.0%</td>' in page
+    lines = chunk_report_lines(report)
+    assert not any("\x1b" in line for line in lines)
+    assert "no K can serve: inside, cut, two, elsewhere" in lines

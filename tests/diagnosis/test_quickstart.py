@@ -21,6 +21,7 @@ from spanchor_core.diagnosis import (
     chunking_split,
     diagnose_regressions,
     load_inventory,
+    with_diagnosis,
 )
 from spanchor_core.evaluate import Evaluation, evaluate_file
 from spanchor_core.gold import GoldSet
@@ -183,3 +184,28 @@ def test_the_chunks_readme_python_block_runs(
     monkeypatch.chdir(QUICKSTART.parents[1])
     exec(compile(block, "chunks/README.md", "exec"), {"__name__": "__readme__"})
     assert "| 1 | 0.884 | 34 of 57 |" in capsys.readouterr().out
+
+
+def test_causes_md_quotes_what_the_diagnosis_says(
+    evaluations: dict[str, Evaluation], inventories: dict[str, ChunkInventory]
+) -> None:
+    baseline, candidate = evaluations["baseline"], evaluations["candidate"]
+    comparison = with_diagnosis(
+        compare(baseline, candidate, load_policy(QUICKSTART / "spanchor.toml")),
+        baseline,
+        candidate,
+        baseline_chunks=inventories["baseline"],
+        candidate_chunks=inventories["candidate"],
+    )
+    diagnosis = comparison.diagnosis
+    assert diagnosis is not None
+    text = (QUICKSTART / "CAUSES.md").read_text(encoding="utf-8")
+    assert f"why: {diagnosis.summary.line()}" in text
+    for qid in ("q01", "q02", "q05"):
+        (cause,) = diagnosis[qid].causes
+        shown = cause.describe().split("; the index holds")[0]  # the gate has no inventory
+        assert f"  {qid}: {shown}\n" in text, qid
+    splits = {split.metric: split.line() for split in diagnosis.splits}
+    assert splits["recall@1"] in text
+    assert splits["recall@5"] in text
+    assert "the index holds 100% of it in one chunk" in diagnosis["q01"].causes[0].describe()

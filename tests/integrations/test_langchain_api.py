@@ -23,7 +23,9 @@ EXPECTED_API = {
     "SpanchorCallbackHandler",
     "active_handler",
     "arun_gold_set",
+    "documents_to_chunks",
     "documents_to_results",
+    "inventory_from_documents",
     "langsmith_examples",
     "record",
     "record_retrievals",
@@ -33,6 +35,8 @@ EXPECTED_API = {
     "span_evaluator",
     "span_recall_evaluator",
     "span_summary_evaluator",
+    "vector_store_documents",
+    "write_inventory",
 }
 
 MODULES = [
@@ -42,6 +46,7 @@ MODULES = [
     "callbacks",
     "documents",
     "evaluators",
+    "inventory",
     "manual",
     "recording",
     "retriever",

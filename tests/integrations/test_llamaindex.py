@@ -184,9 +184,12 @@ EXPECTED_API = {
     "SpanRetrieverEvaluator",
     "SpanchorEventHandler",
     "default_document_id",
+    "docstore_nodes",
     "gold_from_qa_dataset",
     "gold_from_rag_dataset",
+    "inventory_from_nodes",
     "node_to_result",
+    "nodes_to_chunks",
     "nodes_to_results",
     "rag_to_qa_dataset",
     "read_qa_dataset",
@@ -198,6 +201,7 @@ EXPECTED_API = {
     "span_results_table",
     "tag_query",
     "unregister_span_metrics",
+    "write_inventory",
     "write_qa_dataset",
 }
 

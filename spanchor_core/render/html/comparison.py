@@ -13,8 +13,10 @@ from typing import Final
 
 from spanchor_core.compare import Comparison
 from spanchor_core.corpus import Corpus
+from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.gold import GoldSet
+from spanchor_core.render.causes import diagnosis_of, split_lines, why_line
 from spanchor_core.render.html.evidence import (
     DEFAULT_CONTEXT_CHARS,
     check_context_chars,
@@ -187,14 +189,16 @@ def _regressions_section(
     redact: bool,
     limit: int,
     context_chars: int,
+    diagnosis: RegressionDiagnosis | None = None,
 ) -> str:
     regressions = comparison.regressions()
     if not regressions:
         return section("regressions", "Regressions", "<p>No query regressed.</p>")
     intro = (
-        '<p class="caption">Largest drop first. Each shows the gold evidence the candidate '
-        "lost, in its document.</p>"
+        '<p class="caption">Largest drop first. Each shows why it regressed and the gold '
+        "evidence the candidate lost, in its document.</p>"
     )
+    intro += _why_html(diagnosis)
     if baseline is None or candidate is None:
         intro += (
             '<p class="muted">Pass both evaluations (baseline=, candidate=) to see the '
@@ -221,6 +225,7 @@ def _regressions_section(
         if question:
             parts.append(f'<p class="question">{html_escape(question)}</p>')
         parts.append(f"<p>{changes}</p>")
+        parts.append(_causes_html(diagnosis, row.query_id))
         if baseline is not None and candidate is not None:
             parts.append(
                 regression_evidence_html(
@@ -238,6 +243,41 @@ def _regressions_section(
     if len(regressions) > limit:
         articles.append(f"<p>{more_text(limit, len(regressions), 'regressions')}</p>")
     return section("regressions", "Regressions", intro, *articles)
+
+
+def _why_html(diagnosis: RegressionDiagnosis | None) -> str:
+    """The cause counts, a note, and the chunking / ranking split of recall per K."""
+    if diagnosis is None:
+        return ""
+    parts = [f'<p class="why">{_strong("why")}: {html_escape(why_line(diagnosis))}</p>']
+    if diagnosis.note:
+        parts.append(f'<p class="muted">{html_escape(diagnosis.note)}</p>')
+    splits = split_lines(diagnosis)
+    if splits:
+        parts.append(
+            '<p class="caption">Chunking or ranking (oracle: the best recall@K any ranking '
+            "could reach with that chunking):</p>"
+        )
+        items = "".join(f"<li>{html_escape(line)}</li>" for line in splits)
+        parts.append(f'<ul class="splits">{items}</ul>')
+    return "".join(parts)
+
+
+def _causes_html(diagnosis: RegressionDiagnosis | None, query_id: str) -> str:
+    """One item per cause: its kind as a badge, then the rest of its clause."""
+    if diagnosis is None or query_id not in diagnosis:
+        return ""
+    causes = diagnosis[query_id].causes
+    if not causes:
+        return '<p class="muted">No gold evidence lost at its cutoff (no cause).</p>'
+    items = []
+    for cause in causes:
+        text = cause.describe().removeprefix(f"{cause.kind}: ")
+        items.append(
+            f'<li><span class="badge cause" data-cause="{cause.kind}">{cause.kind}</span>'
+            f"{html_escape(text)}</li>"
+        )
+    return f'<ul class="causes">{"".join(items)}</ul>'
 
 
 def _improvements_section(
@@ -367,6 +407,7 @@ def comparison_html(
             redact=redact,
             limit=limit,
             context_chars=context_chars,
+            diagnosis=diagnosis_of(comparison, baseline, candidate),
         ),
         _improvements_section(comparison, gold, redact=redact, limit=limit),
     ]

@@ -113,6 +113,8 @@ CSS: Final = """
 .spanchor .badge.error{background:#c62828}
 .spanchor .badge.warning{background:#b26a00}
 .spanchor ul.findings{padding-left:20px;margin:6px 0}
+.spanchor ul.causes{padding-left:20px;margin:4px 0}
+.spanchor .badge.cause{background:#57606a}
 .spanchor ul.findings li{margin:3px 0}
 .spanchor article.query{border:1px solid #d0d7de;border-left:5px solid #c62828;
  border-radius:6px;padding:10px 16px;margin:12px 0}
