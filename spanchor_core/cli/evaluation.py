@@ -51,7 +51,9 @@ __all__ = ["compare_command", "evaluate", "gate"]
 
 
 def evaluate(
-    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    docs: Annotated[
+        Path, typer.Argument(help="Documents: a directory, or a .jsonl / .parquet corpus.")
+    ],
     gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
     run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
     k: Annotated[
