@@ -34,6 +34,7 @@ from spanchor_core.evaluate import (
 from spanchor_core.evaluate.kind import holds_evaluation
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
+from spanchor_core.index_store import pipeline_locator
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, policy_from_mapping
@@ -275,7 +276,8 @@ def load_pair(
         k = DEFAULT_K if reference is None else reference.settings.k
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
-    locator = Locator(corpus) if corpus is not None else None  # indexed lazily, at most once
+    # one index for both sides: from the persistent cache for a large corpus, else lazily
+    locator = (pipeline_locator(corpus) or Locator(corpus)) if corpus is not None else None
     loaded = {
         side: source
         if isinstance(source, Evaluation)
@@ -382,7 +384,7 @@ def run_evaluation(
         gold_set,
         k=k,
         min_overlap=min_overlap,
-        locator=None,
+        locator=pipeline_locator(documents),
         progress=progress,
         group=group,
     )

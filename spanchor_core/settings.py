@@ -49,7 +49,7 @@ class SpanchorSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     docs: Path | None = None
-    """The directory of source documents, or a ``.jsonl`` / ``.parquet`` corpus file."""
+    """The directory of source documents."""
     gold: Path | None = None
     """The gold set (JSONL)."""
     baseline: Path | None = None

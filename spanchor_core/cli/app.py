@@ -23,6 +23,7 @@ from spanchor_core.cli.errors import (
 )
 from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
+from spanchor_core.cli.index import index_app
 from spanchor_core.exit_codes import ExitCode
 
 __all__ = ["app", "main"]
@@ -65,6 +66,7 @@ app.add_typer(authoring.query_app, name="query")
 app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
+app.add_typer(index_app, name="index")
 
 
 def main(argv: list[str] | None = None) -> int:
