@@ -262,6 +262,7 @@ def load_pair(
     allow_mismatch: bool = False,
     progress: SideProgress | None = None,
     group: str = "auto",
+    locator: Locator | None = None,
 ) -> tuple[Evaluation, Evaluation]:
     """Both sides as evaluations, scoring the runs among them with one corpus index.
 
@@ -277,7 +278,8 @@ def load_pair(
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
     # one index for both sides: from the persistent cache for a large corpus, else lazily
-    locator = (pipeline_locator(corpus) or Locator(corpus)) if corpus is not None else None
+    if locator is None and corpus is not None:
+        locator = pipeline_locator(corpus) or Locator(corpus)
     loaded = {
         side: source
         if isinstance(source, Evaluation)
@@ -364,13 +366,15 @@ def run_evaluation(
     gold_hash_policy: GoldHashPolicy | str = GoldHashPolicy.WARN,
     progress: ProgressCallback | None = None,
     group: str = "auto",
+    locator: Locator | None = None,
 ) -> EvaluationOutcome:
     """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
 
     The gold set's hash is checked against ``expected_gold_hash`` (``gold_hash_policy``: warn,
     fail with :class:`InputError`, or ignore), then the gold set against the documents and the
     run's provenance (:func:`score_run`). A run none of whose records matches a gold query is
-    an :class:`InputError`: scoring it would report a pass on nothing.
+    an :class:`InputError`: scoring it would report a pass on nothing. ``locator`` (built on
+    the same documents, e.g. a :class:`~spanchor_core.distributed.RayLocator`) maps the results.
     """
     if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
         raise InputError(f"max_unmapped_rate must be between 0 and 1, got {max_unmapped_rate}")
@@ -384,7 +388,7 @@ def run_evaluation(
         gold_set,
         k=k,
         min_overlap=min_overlap,
-        locator=pipeline_locator(documents),
+        locator=locator if locator is not None else pipeline_locator(documents),
         progress=progress,
         group=group,
     )
@@ -448,12 +452,14 @@ def run_gate(
     policy: Policy | None = None,
     policy_base: Path | None = None,
     progress: SideProgress | None = None,
+    engine: Callable[[Corpus], Locator] | None = None,
 ) -> GateOutcome:
     """Evaluate both sides as needed and compare them under the configured policy.
 
     ``policy`` wins over ``config.policy``; with neither, :func:`compare`'s default applies.
     ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
-    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
+    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`). ``engine(corpus)`` gives the
+    locator both sides are mapped with (e.g. a :class:`~spanchor_core.distributed.RayLocator`).
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
@@ -467,6 +473,7 @@ def run_gate(
         allow_mismatch=config.allow_mismatch,
         progress=progress,
         group=config.group,
+        locator=engine(corpus) if engine is not None and corpus is not None else None,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     comparison = compare(

@@ -13,12 +13,15 @@ from spanchor_core.cli.console import (
     GlobOption,
     err_console,
     globs,
+    load_docs,
     out_console,
     parse_k,
     progress_bars,
 )
 from spanchor_core.compare import Comparison, write_comparison
+from spanchor_core.corpus import DEFAULT_GLOBS
 from spanchor_core.diagnosis import RegressionDiagnosis
+from spanchor_core.distributed import ray_engine
 from spanchor_core.evaluate import write_evaluation
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
 from spanchor_core.pipeline import (
@@ -46,6 +49,19 @@ from spanchor_core.render.terminal import (
 )
 from spanchor_core.render.text import escape_control
 from spanchor_core.settings import GateConfig, gate_config_from_pyproject, settings_file
+
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Map the results on a Ray cluster: 'local' starts one here, else its address "
+        "(auto, ray://head:10001). Needs spanchor[ray]; same results as without.",
+    ),
+]
+RayWorkersOption = Annotated[
+    int, typer.Option("--ray-workers", min=1, help="Ray actors mapping in parallel.")
+]
 
 __all__ = ["compare_command", "evaluate", "gate"]
 
@@ -97,14 +113,19 @@ def evaluate(
         typer.Option(help="When --gold-set-hash does not match: warn, fail (exit 2) or ignore."),
     ] = GoldHashPolicy.WARN,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Map a run's results onto the documents and score every gold query.
 
     Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
     """
+    source = None if glob else docs  # with other globs, the corpus is shipped to the workers
+    engine = None if ray is None else ray_engine(ray, workers=ray_workers, source=source)
     with progress_bars(quiet) as progress:
+        corpus = docs if engine is None else load_docs(docs, glob)
         outcome = run_evaluation(
-            docs,
+            corpus,
             gold,
             run,
             k=parse_k(k),
@@ -115,6 +136,7 @@ def evaluate(
             expected_gold_hash=gold_set_hash,
             gold_hash_policy=corpus_mismatch_policy,
             progress=progress(run.name),
+            locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
         )
     evaluation = outcome.evaluation
     err = err_console()
@@ -255,6 +277,8 @@ def compare_command(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
 
@@ -333,6 +357,8 @@ def gate(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
@@ -362,7 +388,9 @@ def gate(
         group=group,
     )
     with progress_bars(quiet) as progress:
-        outcome = run_gate(config, policy_base=config_file, progress=progress)
+        source = config.docs if config.globs == DEFAULT_GLOBS else None
+        engine = None if ray is None else ray_engine(ray, workers=ray_workers, source=source)
+        outcome = run_gate(config, policy_base=config_file, progress=progress, engine=engine)
     _write_outputs(
         outcome,
         json_path=config.json_output,
