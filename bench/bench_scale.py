@@ -53,9 +53,8 @@ def _vocabulary(rng: np.random.Generator, n: int = 20_000) -> list[str]:
     return words
 
 
-def generate(workdir: Path, size_mb: float, n_queries: int, seed: int) -> Path:
-    """Write corpus.jsonl, gold.jsonl and run.jsonl under ``workdir``; return it."""
-    rng = np.random.default_rng(seed)
+def generate_corpus(workdir: Path, size_mb: float, rng: np.random.Generator) -> None:
+    """Write ``workdir/corpus.jsonl`` of about ``size_mb`` MB of text."""
     vocab = np.array(_vocabulary(rng), dtype=object)
     target = int(size_mb * 1_000_000)
     written = 0
@@ -68,6 +67,12 @@ def generate(workdir: Path, size_mb: float, n_queries: int, seed: int) -> Path:
             out.write(json.dumps({"_id": f"d{n_docs:07d}", "title": title, "text": text}) + "\n")
             written += len(text)
             n_docs += 1
+
+
+def generate(workdir: Path, size_mb: float, n_queries: int, seed: int) -> Path:
+    """Write corpus.jsonl, gold.jsonl and run.jsonl under ``workdir``; return it."""
+    rng = np.random.default_rng(seed)
+    generate_corpus(workdir, size_mb, rng)
     corpus = load_corpus_file(workdir / "corpus.jsonl")
     ids = list(corpus)
     queries: list[GoldQuery] = []
@@ -166,6 +171,41 @@ def measure(work: Path, mode: str, workers: int, cache: Path) -> dict[str, objec
     return result
 
 
+SHARD_MEMORY = r"""
+import json, sys, time
+from spanchor_core.corpus import load_corpus_file
+t = time.perf_counter()
+shards = int(sys.argv[2])
+corpus = load_corpus_file(sys.argv[1], shard=None if shards == 1 else (0, shards))
+with open("/proc/self/status") as f:
+    peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM"))
+print(json.dumps({"docs": len(corpus), "chars": corpus.total_chars, "peak_mb": peak / 1024,
+                  "seconds": time.perf_counter() - t}))
+"""
+
+
+def shard_memory(size_mb: float, shard_counts: list[int], seed: int) -> None:
+    """Peak RSS of a process holding one shard of a JSONL corpus, for each shard count."""
+    with tempfile.TemporaryDirectory(prefix="spanchor-scale-") as tmp:
+        work = Path(tmp)
+        generate_corpus(work, size_mb, np.random.default_rng(seed))
+        size = (work / "corpus.jsonl").stat().st_size / 1e6
+        print(f"corpus.jsonl: {size:.0f} MB")
+        print("| shards | documents in shard 0 | characters | load s | peak MB |")
+        print("|---|---|---|---|---|")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        for n in shard_counts:
+            done = subprocess.run(
+                [sys.executable, "-c", SHARD_MEMORY, str(work / "corpus.jsonl"), str(n)],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            m = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"| {n} | {m['docs']} | {m['chars']} | {m['seconds']:.1f} | {m['peak_mb']:.0f} |")
+
+
 def _same(work: Path) -> bool:
     texts = set()
     for path in work.glob("eval-*.json"):
@@ -181,7 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--workers", default="1,2", help="Ray actor counts (empty: no Ray)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--shard-memory",
+        default="",
+        help="only measure the peak memory of loading shard 0 of N (e.g. 1,4,16)",
+    )
     args = parser.parse_args(argv)
+    if args.shard_memory:
+        shard_memory(args.size_mb, [int(n) for n in args.shard_memory.split(",")], args.seed)
+        return 0
     with tempfile.TemporaryDirectory(prefix="spanchor-scale-") as tmp:
         work = Path(tmp)
         t = time.perf_counter()

@@ -62,6 +62,15 @@ RayOption = Annotated[
 RayWorkersOption = Annotated[
     int, typer.Option("--ray-workers", min=1, help="Ray actors mapping in parallel.")
 ]
+ShardsOption = Annotated[
+    int,
+    typer.Option(
+        "--shards",
+        min=1,
+        help="With --ray: split the documents over N shard actors; results that name their "
+        "document with offsets are decided on its shard, without an index.",
+    ),
+]
 
 __all__ = ["compare_command", "evaluate", "gate"]
 
@@ -115,13 +124,16 @@ def evaluate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Map a run's results onto the documents and score every gold query.
 
     Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
     """
     source = None if glob else docs  # with other globs, the corpus is shipped to the workers
-    engine = None if ray is None else ray_engine(ray, workers=ray_workers, source=source)
+    engine = (
+        None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+    )
     with progress_bars(quiet) as progress:
         corpus = docs if engine is None else load_docs(docs, glob)
         outcome = run_evaluation(
@@ -279,6 +291,7 @@ def compare_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
 
@@ -359,6 +372,7 @@ def gate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
@@ -389,7 +403,11 @@ def gate(
     )
     with progress_bars(quiet) as progress:
         source = config.docs if config.globs == DEFAULT_GLOBS else None
-        engine = None if ray is None else ray_engine(ray, workers=ray_workers, source=source)
+        engine = (
+            None
+            if ray is None
+            else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+        )
         outcome = run_gate(config, policy_base=config_file, progress=progress, engine=engine)
     _write_outputs(
         outcome,

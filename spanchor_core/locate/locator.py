@@ -176,6 +176,12 @@ class Locator:
         if normalised:
             self._ctx.normalised_view()
 
+    def decide_without_search(self, request: LocateRequest) -> Location | None:
+        """The location of ``request`` when it needs no search — an explicit span, offsets that
+        verify, empty text — else None. Such a location depends on the named document only."""
+        outcome = prepare(self._ctx.documents, 0, request)
+        return outcome if isinstance(outcome, Location) else None
+
     def built_indexes(self) -> tuple[MinimizerIndex | None, NormalisedView | None]:
         """The exact index and the normalised view built so far (None: not yet)."""
         return self._ctx._exact, self._ctx._normalised

@@ -111,3 +111,39 @@ def test_cli_evaluate_on_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     )
     assert on_ray.exit_code == 0, on_ray.output
     assert _without_timestamp(tmp_path / "a.json") == _without_timestamp(tmp_path / "b.json")
+
+
+@pytest.mark.usefixtures("cluster")
+@pytest.mark.parametrize("from_file", [True, False])
+def test_sharded_corpus_maps_the_same(tmp_path: Path, from_file: bool) -> None:
+    path = tmp_path / "corpus.jsonl"
+    _synthetic(path, seed=11)
+    corpus = load_corpus(path)
+    rng = random.Random(5)
+    ids = list(corpus)
+    requests = []
+    for n in range(300):
+        doc_id = rng.choice(ids)
+        text = corpus.text(doc_id)
+        start = rng.randrange(0, len(text) - 200)
+        piece = text[start : start + 150]
+        if n % 4 == 0:  # offsets that verify: decided on the shard
+            requests.append(LocateRequest(piece, document_id=doc_id, start=start))
+        elif n % 4 == 1:  # explicit spans, some out of bounds or in unknown documents
+            named = doc_id if n % 3 else "missing-doc"
+            requests.append(LocateRequest(None, named, start, start + rng.choice([50, 10**7])))
+        elif n % 4 == 2:  # offsets that do not verify: searched on the mapping actors
+            requests.append(LocateRequest(piece, document_id=doc_id, start=start + 1))
+        else:  # text only
+            requests.append(LocateRequest(piece))
+    expected = Locator(corpus).locate_many(requests)
+    locator = RayLocator(
+        corpus, source=path if from_file else None, workers=1, shards=4, cache=tmp_path / "c"
+    )
+    assert locator.locate_many(requests) == expected
+    locator.shutdown()
+    offsets_only = requests[::4]
+    shard_only = RayLocator(corpus, source=path if from_file else None, shards=4)
+    assert shard_only.locate_many(offsets_only) == Locator(corpus).locate_many(offsets_only)
+    assert shard_only._actors == []  # no mapping actor, no index was needed
+    shard_only.shutdown()
