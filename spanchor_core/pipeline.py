@@ -47,6 +47,7 @@ from spanchor_core.evaluate import (
 from spanchor_core.evaluate.kind import holds_evaluation
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
+from spanchor_core.index_store import pipeline_locator
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, default_policy, policy_from_mapping
@@ -277,6 +278,7 @@ def load_pair(
     allow_mismatch: bool = False,
     progress: SideProgress | None = None,
     group: str = "auto",
+    locator: Locator | None = None,
 ) -> tuple[Evaluation, Evaluation]:
     """Both sides as evaluations, scoring the runs among them with one corpus index.
 
@@ -295,6 +297,7 @@ def load_pair(
         allow_mismatch=allow_mismatch,
         progress=progress,
         group=group,
+        locator=locator,
     )
     return base, cand
 
@@ -309,6 +312,7 @@ def _load_all(
     allow_mismatch: bool,
     progress: SideProgress | None,
     group: str,
+    locator: Locator | None = None,
 ) -> list[Evaluation]:
     """Every ``(label, source)`` as an evaluation, runs scored with one corpus index and, where
     ``k``/``min_overlap`` are None, the settings of the first side that is an evaluation."""
@@ -318,7 +322,9 @@ def _load_all(
         k = DEFAULT_K if reference is None else reference.settings.k
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
-    locator = Locator(corpus) if corpus is not None else None  # indexed lazily, at most once
+    # one index for both sides: from the persistent cache for a large corpus, else lazily
+    if locator is None and corpus is not None:
+        locator = pipeline_locator(corpus) or Locator(corpus)
     return [
         source
         if isinstance(source, Evaluation)
@@ -348,6 +354,7 @@ def load_sides(
     allow_mismatch: bool = False,
     progress: SideProgress | None = None,
     group: str = "auto",
+    locator: Locator | None = None,
 ) -> tuple[tuple[Evaluation, ...], Evaluation]:
     """:func:`load_pair` for one or more baselines (repeated runs of one configuration).
 
@@ -370,6 +377,7 @@ def load_sides(
         allow_mismatch=allow_mismatch,
         progress=progress,
         group=group,
+        locator=locator,
     )
     return tuple(loaded[:-1]), loaded[-1]
 
@@ -441,13 +449,15 @@ def run_evaluation(
     gold_hash_policy: GoldHashPolicy | str = GoldHashPolicy.WARN,
     progress: ProgressCallback | None = None,
     group: str = "auto",
+    locator: Locator | None = None,
 ) -> EvaluationOutcome:
     """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
 
     The gold set's hash is checked against ``expected_gold_hash`` (``gold_hash_policy``: warn,
     fail with :class:`InputError`, or ignore), then the gold set against the documents and the
     run's provenance (:func:`score_run`). A run none of whose records matches a gold query is
-    an :class:`InputError`: scoring it would report a pass on nothing.
+    an :class:`InputError`: scoring it would report a pass on nothing. ``locator`` (built on
+    the same documents, e.g. a :class:`~spanchor_core.distributed.RayLocator`) maps the results.
     """
     if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
         raise InputError(f"max_unmapped_rate must be between 0 and 1, got {max_unmapped_rate}")
@@ -461,7 +471,7 @@ def run_evaluation(
         gold_set,
         k=k,
         min_overlap=min_overlap,
-        locator=None,
+        locator=locator if locator is not None else pipeline_locator(documents),
         progress=progress,
         group=group,
     )
@@ -539,6 +549,7 @@ def run_gate(
     policy: Policy | None = None,
     policy_base: Path | None = None,
     progress: SideProgress | None = None,
+    engine: Callable[[Corpus], Locator] | None = None,
 ) -> GateOutcome:
     """Evaluate both sides as needed and compare them under the configured policy.
 
@@ -547,7 +558,8 @@ def run_gate(
     :func:`~spanchor_core.compare.noise.repeated_baseline`: each query's spread across them is
     its noise band, and baselines of another gold set or corpus are bad input naming the file.
     ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
-    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`).
+    ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`). ``engine(corpus)`` gives the
+    locator both sides are mapped with (e.g. a :class:`~spanchor_core.distributed.RayLocator`).
     """
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
@@ -562,6 +574,7 @@ def run_gate(
         allow_mismatch=config.allow_mismatch,
         progress=progress,
         group=config.group,
+        locator=engine(corpus) if engine is not None and corpus is not None else None,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     members: tuple[Evaluation, ...] = ()

@@ -28,6 +28,7 @@ from spanchor_core.cli.errors import (
 )
 from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
+from spanchor_core.cli.index import index_app
 from spanchor_core.cli.noise import noise_command
 from spanchor_core.exit_codes import ExitCode
 
@@ -73,6 +74,7 @@ app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
 app.add_typer(chunks.chunks_app, name="chunks")
+app.add_typer(index_app, name="index")
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

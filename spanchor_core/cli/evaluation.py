@@ -13,13 +13,16 @@ from spanchor_core.cli.console import (
     GlobOption,
     err_console,
     globs,
+    load_docs,
     out_console,
     parse_k,
     progress_bars,
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.compare.file import COMPARISON_KIND
+from spanchor_core.corpus import DEFAULT_GLOBS
 from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
+from spanchor_core.distributed import ray_engine
 from spanchor_core.evaluate import write_evaluation
 from spanchor_core.evaluate.file import redact_evaluation
 from spanchor_core.evaluate.model import EVALUATION_KIND
@@ -52,11 +55,35 @@ from spanchor_core.render.terminal import (
 from spanchor_core.render.text import escape_control
 from spanchor_core.settings import GateConfig, gate_config_from_pyproject, settings_file
 
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Map the results on a Ray cluster: 'local' starts one here, else its address "
+        "(auto, ray://head:10001). Needs spanchor[ray]; same results as without.",
+    ),
+]
+RayWorkersOption = Annotated[
+    int, typer.Option("--ray-workers", min=1, help="Ray actors mapping in parallel.")
+]
+ShardsOption = Annotated[
+    int,
+    typer.Option(
+        "--shards",
+        min=1,
+        help="With --ray: split the documents over N shard actors; results that name their "
+        "document with offsets are decided on its shard, without an index.",
+    ),
+]
+
 __all__ = ["compare_command", "evaluate", "gate"]
 
 
 def evaluate(
-    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    docs: Annotated[
+        Path, typer.Argument(help="Documents: a directory, or a .jsonl / .parquet corpus.")
+    ],
     gold: Annotated[Path, typer.Argument(help="Gold set (JSONL; spanchor 0.x files too).")],
     run: Annotated[Path, typer.Argument(help="Run or results file to score.")],
     k: Annotated[
@@ -100,6 +127,9 @@ def evaluate(
         typer.Option(help="When --gold-set-hash does not match: warn, fail (exit 2) or ignore."),
     ] = GoldHashPolicy.WARN,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Map a run's results onto the documents and score every gold query.
 
@@ -108,9 +138,14 @@ def evaluate(
     OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
         run, "the run"
     ).write(output, "-o", EVALUATION_KIND).write(report, "-r").check()
+    source = None if glob else docs  # with other globs, the corpus is shipped to the workers
+    engine = (
+        None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+    )
     with progress_bars(quiet) as progress:
+        corpus = docs if engine is None else load_docs(docs, glob)
         outcome = run_evaluation(
-            docs,
+            corpus,
             gold,
             run,
             k=parse_k(k),
@@ -121,6 +156,7 @@ def evaluate(
             expected_gold_hash=gold_set_hash,
             gold_hash_policy=corpus_mismatch_policy,
             progress=progress(run.name),
+            locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
         )
     evaluation = outcome.evaluation
     err = err_console()
@@ -311,6 +347,9 @@ def compare_command(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
 
@@ -404,6 +443,9 @@ def gate(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    ray: RayOption = None,
+    ray_workers: RayWorkersOption = 2,
+    shards: ShardsOption = 1,
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
@@ -438,7 +480,13 @@ def gate(
         config_file, "the settings file"
     ).check()
     with progress_bars(quiet) as progress:
-        outcome = run_gate(config, policy_base=config_file, progress=progress)
+        source = config.docs if config.globs == DEFAULT_GLOBS else None
+        engine = (
+            None
+            if ray is None
+            else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+        )
+        outcome = run_gate(config, policy_base=config_file, progress=progress, engine=engine)
     _print_warnings(outcome)
     _write_outputs(
         outcome,

@@ -3,7 +3,7 @@
 Canonical text is the only coordinate system spanchor uses (:mod:`.canonical`); a
 :class:`Corpus` holds canonical documents by id, in sorted order, with a fingerprint over
 their ids and hashes (:mod:`.model`); :func:`load_corpus` reads one from a directory
-(:mod:`.load`). Later sources (JSONL, Parquet) and a persistent index belong in this package.
+(:mod:`.load`), or from one JSONL or Parquet file in the BEIR layout (:mod:`.sources`).
 """
 
 from __future__ import annotations
@@ -11,15 +11,27 @@ from __future__ import annotations
 from spanchor_core.corpus.canonical import BOM, canonical_form, canonicalize, sha256_text
 from spanchor_core.corpus.load import DEFAULT_GLOBS, load_corpus
 from spanchor_core.corpus.model import Corpus, Document, document_id_for
+from spanchor_core.corpus.sources import (
+    FieldMap,
+    is_corpus_file,
+    iter_corpus_file,
+    load_corpus_file,
+    shard_of,
+)
 
 __all__ = [
     "BOM",
     "DEFAULT_GLOBS",
     "Corpus",
     "Document",
+    "FieldMap",
     "canonical_form",
     "canonicalize",
     "document_id_for",
+    "is_corpus_file",
+    "iter_corpus_file",
     "load_corpus",
+    "load_corpus_file",
     "sha256_text",
+    "shard_of",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from spanchor_core.corpus.model import Corpus, Document, document_id_for
+from spanchor_core.corpus.sources import is_corpus_file, load_corpus_file
 from spanchor_core.errors import CorpusError
 
 __all__ = ["DEFAULT_GLOBS", "load_corpus"]
@@ -99,8 +100,12 @@ def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLO
     ``globs`` are matched against file names at any depth (``rglob``). Raises
     :class:`CorpusError` for a missing root, a file that is not UTF-8 (naming the byte
     offset), two files with the same id, a link out of the root, or an empty corpus.
+    A ``.jsonl`` or ``.parquet`` path is read as a one-file corpus in the BEIR layout
+    (:func:`~spanchor_core.corpus.sources.load_corpus_file`; ``globs`` do not apply).
     """
     base = Path(root)
+    if is_corpus_file(base) and not base.is_dir():
+        return load_corpus_file(base)
     try:
         base.stat()
     except FileNotFoundError:

@@ -13,9 +13,11 @@ from spanchor_core.errors import InputError
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.exact import exact_stage
 from spanchor_core.locate.fuzzy import fuzzy_stage
+from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.model import LocateRequest, Location
 from spanchor_core.locate.near import NearMatch, near_matches
 from spanchor_core.locate.normalised import normalised_stage
+from spanchor_core.locate.normalised_view import NormalisedView
 from spanchor_core.locate.prepare import PreferCache, prepare
 from spanchor_core.locate.resolve import Pending
 from spanchor_core.locate.settings import LocatorSettings, TieBreak
@@ -174,6 +176,24 @@ class Locator:
         self._ctx.exact_index()
         if normalised:
             self._ctx.normalised_view()
+
+    def decide_without_search(self, request: LocateRequest) -> Location | None:
+        """The location of ``request`` when it needs no search — an explicit span, offsets that
+        verify, empty text — else None. Such a location depends on the named document only."""
+        outcome = prepare(self._ctx.documents, 0, request)
+        return outcome if isinstance(outcome, Location) else None
+
+    def built_indexes(self) -> tuple[MinimizerIndex | None, NormalisedView | None]:
+        """The exact index and the normalised view built so far (None: not yet)."""
+        return self._ctx._exact, self._ctx._normalised
+
+    def use_indexes(self, exact: MinimizerIndex, normalised: NormalisedView | None = None) -> None:
+        """Adopt indexes built earlier for this corpus with these ``kgram`` and ``window``
+        (e.g. memory-mapped from :mod:`spanchor_core.index_store`) instead of building them."""
+        with self._ctx._lock:
+            self._ctx._exact = exact
+            if normalised is not None:
+                self._ctx._normalised = normalised
 
     @property
     def index_nbytes(self) -> int:
