@@ -25,7 +25,7 @@ from spanchor_langchain.documents import (
     DEFAULT_SCORE_KEYS,
     DocumentIdRule,
     document_id_function,
-    documents_to_results,
+    documents_to_entries,
 )
 from spanchor_langchain.shared import SharedFile, open_shared
 
@@ -185,11 +185,8 @@ class Recording:
             results = (
                 []
                 if error is not None
-                else documents_to_results(
-                    documents,
-                    document_id=self._document_id,
-                    score_keys=self._score_keys,
-                    max_results=self._max_results,
+                else documents_to_entries(
+                    documents, self._document_id, self._score_keys, self._max_results
                 )
             )
         except Exception as exc:  # a recorder must never break the retrieval

@@ -342,9 +342,12 @@ class RunRecorder:
         """Append ``data`` in one ``write`` (more only if the OS writes part of it); the
         caller holds the file lock, so a failed write can be cut off without touching
         another process's line."""
-        view = memoryview(data)
         written = 0
         try:
+            written = os.write(self._fd, data)
+            if written == len(data):  # the usual case: the whole line in one call
+                return
+            view = memoryview(data)
             while written < len(view):
                 written += os.write(self._fd, view[written:])
         except OSError:
