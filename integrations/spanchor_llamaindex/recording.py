@@ -203,7 +203,9 @@ class SpanchorEventHandler(BaseEventHandler):
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         """Join start and end events by ``span_id``; never raises."""
-        self._core.handle(event)
+        # Called for every event of the application: ``self._core`` would go through
+        # pydantic's slow ``__getattr__`` for private attributes.
+        self.__pydantic_private__["_core"].handle(event)
 
     # -- lifetime ----------------------------------------------------------------------------
 

@@ -50,6 +50,10 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, one proces
     _fcntl = None
 
 
+_LOCK_EX: int = 0 if _fcntl is None else _fcntl.LOCK_EX
+_LOCK_UN: int = 0 if _fcntl is None else _fcntl.LOCK_UN
+
+
 def _lock(fd: int) -> None:
     """Take the file's exclusive advisory lock (waits for other processes to let go)."""
     if _fcntl is not None:
@@ -285,21 +289,34 @@ class RunRecorder:
             if query_id is None and self._gold is not None and isinstance(query, str):
                 query_id = lookup_query_id(self._gold, query)
                 matched = query_id is not None
-            provenance = provenance_payload(
-                source, stage, trace_id, run_id, parent_run_id, sequence, metadata
+            provenance = (
+                None
+                if source is None
+                and stage is None
+                and trace_id is None
+                and run_id is None
+                and parent_run_id is None
+                and sequence is None
+                and not metadata
+                else provenance_payload(
+                    source, stage, trace_id, run_id, parent_run_id, sequence, metadata
+                )
             )
             line = encode_line(
                 record_payload(query_id, query, results, latency_ms, error, provenance)
             )
             check_line_size(line)
             with self._lock:
-                if self._fd < 0:
+                fd = self._fd
+                if fd < 0:
                     raise RecorderError(f"{self.path}: recorder is closed")
-                _lock(self._fd)
+                if _fcntl is not None:
+                    _fcntl.flock(fd, _LOCK_EX)
                 try:
                     self._write(line)
                 finally:
-                    _unlock(self._fd)
+                    if _fcntl is not None:
+                        _fcntl.flock(fd, _LOCK_UN)
                 self._records += 1
                 if not matched:
                     self._unmatched += 1

@@ -117,6 +117,10 @@ def _result_payload(result: RetrievedResult) -> dict[str, Any]:
 
 
 def _latency(value: Any) -> float | None:
+    if type(value) is float and value - value == 0.0:  # finite: the common case
+        return value if value >= 0.0 else None
+    if value is None:
+        return None
     latency = finite_float(value, "latency_ms")
     return None if latency is None or latency < 0 else latency
 
@@ -139,29 +143,41 @@ def provenance_payload(
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The provenance keys of a record line; absent values are left out, not written as null."""
+    """The provenance keys of a record line; absent values are left out, not written as null.
+
+    Called once per recorded retrieval: each value is checked with one ``type`` test in the
+    usual case and fully only when that fails.
+    """
     payload: dict[str, Any] = {}
-    for name, value in (
-        ("source", source),
-        ("trace_id", trace_id),
-        ("run_id", run_id),
-        ("parent_run_id", parent_run_id),
-    ):
-        if value is not None:
-            payload[name] = optional_str(value, name)
+    if source is not None:
+        payload["source"] = source if type(source) is str else optional_str(source, "source")
+    if trace_id is not None:
+        payload["trace_id"] = (
+            trace_id if type(trace_id) is str else optional_str(trace_id, "trace_id")
+        )
+    if run_id is not None:
+        payload["run_id"] = run_id if type(run_id) is str else optional_str(run_id, "run_id")
+    if parent_run_id is not None:
+        payload["parent_run_id"] = (
+            parent_run_id
+            if type(parent_run_id) is str
+            else optional_str(parent_run_id, "parent_run_id")
+        )
     if stage is not None:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         payload["stage"] = stage
     if sequence is not None:
-        number = strict_int(sequence, "sequence")
+        number = sequence if type(sequence) is int else strict_int(sequence, "sequence")
         if number < 0:
             raise ValueError(f"sequence must be >= 0, got {number}")
         payload["sequence"] = number
     if metadata:
-        if not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-        payload["metadata"] = dict(metadata)
+        if type(metadata) is not dict:
+            if not isinstance(metadata, Mapping):
+                raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+            metadata = dict(metadata)
+        payload["metadata"] = metadata  # encoded before the caller returns: no copy
     return payload
 
 
@@ -206,17 +222,23 @@ def record_payload(
         raise TypeError(f"query must be a string, got {type(query).__name__}")
     payload = results if type(results) is ResultEntries else _results_payload(results)
     line = {
-        "query_id": optional_str(query_id, "query_id"),
+        "query_id": query_id
+        if query_id is None or type(query_id) is str
+        else optional_str(query_id, "query_id"),
         "query": query,
         "results": payload,
         "latency_ms": _latency(latency_ms),
-        "error": _error_text(error),
+        "error": error if error is None or type(error) is str else _error_text(error),
     }
     if provenance:
         line.update(provenance)
     # Each character is at least one byte: a record whose texts alone are over the limit is
     # refused before it is encoded (which would cost several times its size in memory).
-    characters = len(query) + sum(len(result["text"] or "") for result in payload)
+    characters = len(query)
+    for result in payload:
+        text = result["text"]
+        if text is not None:
+            characters += len(text)
     if characters > _io.MAX_LINE_BYTES:
         _too_large(characters, "characters of text")
     return line
