@@ -74,7 +74,7 @@ def test_result_entry_checks_like_the_writer() -> None:
     assert result_entry(2, "t", -math.inf)["score"] is None
     assert result_entry(2, "t", 3)["score"] == 3.0
     with pytest.raises(TypeError):
-        result_entry(True, "t")  # noqa: FBT003 - a boolean rank is refused
+        result_entry(True, "t")  # a boolean rank is refused
     with pytest.raises(TypeError):
         result_entry(1, "t", metadata=[("a", 1)])  # type: ignore[arg-type]
 
