@@ -33,7 +33,7 @@ from spanchor_core.runs.write import (
     record_payload,
 )
 
-__all__ = ["RunRecorder"]
+__all__ = ["RecorderTarget", "RunRecorder", "given_arguments", "open_recorder_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -408,6 +408,35 @@ class RunRecorder:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+RecorderTarget = str | os.PathLike[str] | RunRecorder
+"""Where an integration records: a run-file path (it opens, and closes, the file) or an open
+:class:`RunRecorder` (the caller's: shared, never closed by the integration)."""
+
+
+def given_arguments(**values: object) -> list[str]:
+    """The names of the arguments that were given (are not ``None``), in order: what cannot
+    be applied to an object that already exists."""
+    return [name for name, value in values.items() if value is not None]
+
+
+def open_recorder_of(target: RecorderTarget, **header: object) -> RunRecorder | None:
+    """``target`` itself when it is an open recorder (the caller does not own it), ``None``
+    when it is a path for the caller to open with ``header``, the recorder's header arguments.
+
+    An open recorder already wrote its header: header arguments given with it would be
+    silently lost, so they raise :class:`~spanchor_core.errors.InputError` instead.
+    """
+    if not isinstance(target, RunRecorder):
+        return None
+    given = given_arguments(**header)
+    if given:
+        raise InputError(
+            "an open RunRecorder already has its header and gold set; pass "
+            f"{', '.join(given)} when creating it, or pass a path instead"
+        )
+    return target
 
 
 def _close_quietly(fd: int) -> None:

@@ -94,3 +94,18 @@ def test_llamaindex_entries_write_the_same_bytes_as_results() -> None:
     assert type(entries) is ResultEntries
     assert _line(entries) == _line(converter.results(nodes))
     assert [converter.entry(node, rank) for rank, node in enumerate(nodes, 1)] == list(entries)
+
+
+def test_an_open_recorder_refuses_header_arguments_in_both_integrations(tmp_path: Any) -> None:
+    from spanchor_core import InputError, RunRecorder
+    from spanchor_langchain import SpanchorCallbackHandler
+    from spanchor_llamaindex import SpanchorEventHandler
+
+    with RunRecorder(tmp_path / "run.jsonl") as recorder:
+        with pytest.raises(InputError, match="tags when creating it"):
+            SpanchorEventHandler(recorder, tags={"a": 1})
+        with pytest.raises(InputError, match="run_tags|tags when creating it"):
+            SpanchorCallbackHandler(recorder, run_tags={"a": 1})
+        handler = SpanchorEventHandler(recorder)
+        handler.close()
+        assert not recorder.closed  # the caller's recorder stays open
