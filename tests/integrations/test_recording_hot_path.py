@@ -104,7 +104,7 @@ def test_an_open_recorder_refuses_header_arguments_in_both_integrations(tmp_path
     with RunRecorder(tmp_path / "run.jsonl") as recorder:
         with pytest.raises(InputError, match="tags when creating it"):
             SpanchorEventHandler(recorder, tags={"a": 1})
-        with pytest.raises(InputError, match="run_tags|tags when creating it"):
+        with pytest.raises(InputError, match="tags when creating it"):
             SpanchorCallbackHandler(recorder, run_tags={"a": 1})
         handler = SpanchorEventHandler(recorder)
         handler.close()
