@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from spanchor_core import Corpus, GoldSet, RecorderError
+from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
 from spanchor_core.runs import Stage  # not exported at the top level yet
 from spanchor_core.runs.recorder import RecorderTarget, open_recorder_of
 from spanchor_langchain.documents import (
@@ -115,13 +115,13 @@ class Recording:
             parameters=parameters,
             tags=tags,
         )
-        if given is not None:
+        if isinstance(given, RunRecorder):
             self.recorder = given
             self._shared = None
             self.strict = strict or given.strict
         else:
             self._shared = open_shared(
-                target,
+                given,
                 mode=mode,
                 header={
                     "retriever": description,

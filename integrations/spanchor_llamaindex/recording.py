@@ -74,7 +74,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from spanchor_core import Corpus, GoldSet, RunRecorder
 from spanchor_core.runs.recorder import RecorderTarget, open_recorder_of
 from spanchor_llamaindex._events import EventJoiner
-from spanchor_llamaindex._spans import Stage
+from spanchor_llamaindex._spans import Stage, private
 from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
 __all__ = ["SpanchorEventHandler"]
@@ -121,12 +121,12 @@ class SpanchorEventHandler(BaseEventHandler):
     ) -> None:
         super().__init__()
         given = open_recorder_of(path, parameters=parameters, gold=gold, tags=tags)
-        if given is not None:
+        if isinstance(given, RunRecorder):
             self._recorder = given
             self._owns_recorder = False
         else:
             self._recorder = RunRecorder(
-                path,
+                given,
                 retriever=retriever,
                 parameters=parameters,
                 corpus_fingerprint=None if corpus is None else corpus.fingerprint,
@@ -207,7 +207,7 @@ class SpanchorEventHandler(BaseEventHandler):
         """Join start and end events by ``span_id``; never raises."""
         # Called for every event of the application: ``self._core`` would go through
         # pydantic's slow ``__getattr__`` for private attributes.
-        self.__pydantic_private__["_core"].handle(event)
+        private(self)["_core"].handle(event)
 
     # -- lifetime ----------------------------------------------------------------------------
 

@@ -421,15 +421,15 @@ def given_arguments(**values: object) -> list[str]:
     return [name for name, value in values.items() if value is not None]
 
 
-def open_recorder_of(target: RecorderTarget, **header: object) -> RunRecorder | None:
-    """``target`` itself when it is an open recorder (the caller does not own it), ``None``
-    when it is a path for the caller to open with ``header``, the recorder's header arguments.
+def open_recorder_of(target: RecorderTarget, **header: object) -> RunRecorder | Path:
+    """``target`` itself when it is an open recorder (the caller does not own it), else the
+    path for the caller to open with ``header``, the recorder's header arguments.
 
     An open recorder already wrote its header: header arguments given with it would be
     silently lost, so they raise :class:`~spanchor_core.errors.InputError` instead.
     """
     if not isinstance(target, RunRecorder):
-        return None
+        return Path(target)
     given = given_arguments(**header)
     if given:
         raise InputError(

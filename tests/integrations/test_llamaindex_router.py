@@ -110,7 +110,8 @@ def test_a_router_records_what_its_chosen_engines_synthesised(tmp_path: Path, bo
         assert trace_id is not None
         assert trace_id.startswith("RouterQueryEngine.query-"), "the router's call is the root"
         assert {(r.query_id, r.query) for r in lines} == {(query_id, question)}
-        assert sorted(r.sequence for r in lines) == list(range(len(lines)))
+        assert sorted(r.sequence or 0 for r in lines) == list(range(len(lines)))
+        assert all(r.sequence is not None for r in lines)
         contexts = [r for r in lines if r.stage == "context"]
         synthesised = [n.node.get_content() for n in responses[query_id].source_nodes]
         if both:

@@ -12,7 +12,7 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
 from langchain_core.documents import Document
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 from spanchor_core.runs.encoding import encode_line
 from spanchor_core.runs.write import ResultEntries, record_payload, result_entry
@@ -80,7 +80,7 @@ def test_result_entry_checks_like_the_writer() -> None:
 
 
 def test_llamaindex_entries_write_the_same_bytes_as_results() -> None:
-    nodes = [
+    nodes: list[NodeWithScore | BaseNode] = [
         NodeWithScore(node=TextNode(text="one two", start_char_idx=0, end_char_idx=7), score=0.5),
         NodeWithScore(
             node=TextNode(text="three", metadata={"document_id": "d1"}, start_char_idx=-1),
