@@ -147,14 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.warmup):
         for call in variants.values():
             call()
-    clock = time.perf_counter_ns
+    cpu_timings: dict[str, list[float]] = {name: [] for name in names}
+    clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
     for round_index in range(args.rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
             call = variants[name]
+            cpu_started = cpu_clock()
             started = clock()
             call()
-            timings[name].append((clock() - started) / 1000.0)  # µs
+            elapsed = clock() - started
+            timings[name].append(elapsed / 1000.0)  # µs
+            cpu_timings[name].append((cpu_clock() - cpu_started) / 1000.0)
     wrapped.close()
     handler.close()
 
@@ -176,32 +180,48 @@ def main(argv: list[str] | None = None) -> int:
         "perf_counter_ns; gc on; overhead = variant - bare at the same statistic"
     )
     summary = {}
+    cpu = {name: statistics.median(cpu_timings[name]) for name in names}
     for name in names:
         values = sorted(timings[name])
         summary[name] = (statistics.median(values), percentile(values, 0.95))
     base_median, base_p95 = summary["bare retriever"]
-    print(f"{'variant':<26}{'median µs':>11}{'p95 µs':>10}{'overhead median':>18}{'p95':>9}")
+    print(
+        f"{'variant':<26}{'median µs':>11}{'p95 µs':>10}{'overhead median':>18}{'p95':>9}"
+        f"{'CPU µs':>9}{'CPU overhead':>14}"
+    )
     for name in names:
         median, p95 = summary[name]
         overhead = "" if name == "bare retriever" else f"{median - base_median:>+18.1f}"
         overhead_p95 = "" if name == "bare retriever" else f"{p95 - base_p95:>+9.1f}"
-        print(f"{name:<26}{median:>11.1f}{p95:>10.1f}{overhead:>18}{overhead_p95:>9}")
+        cpu_overhead = (
+            "" if name == "bare retriever" else f"{cpu[name] - cpu['bare retriever']:>+14.1f}"
+        )
+        print(
+            f"{name:<26}{median:>11.1f}{p95:>10.1f}{overhead:>18}{overhead_p95:>9}"
+            f"{cpu[name]:>9.1f}{cpu_overhead:>14}"
+        )
     noop_median = summary["no-op callback handler"][0]
     ours = summary["SpanchorCallbackHandler"][0] - noop_median
+    ours_cpu = cpu["SpanchorCallbackHandler"] - cpu["no-op callback handler"]
     print(
         f"of the callback handler's overhead, LangChain's event dispatch (no-op handler) is "
-        f"{noop_median - base_median:+.1f} µs and spanchor's recording {ours:+.1f} µs"
+        f"{noop_median - base_median:+.1f} µs and spanchor's recording {ours:+.1f} µs "
+        f"(CPU {ours_cpu:+.1f} µs)"
     )
     for name, count in recorded.items():
         status = "ok" if count == expected else f"MISMATCH (expected {expected})"
         print(f"{name}: {count:,} lines recorded, {status}")
-    target = 50.0
-    worst = max(
-        summary["RecordingRetriever"][0] - base_median,
-        summary["SpanchorCallbackHandler"][0] - base_median,
+    # Target (issue 16): <= 15 µs of recording per retrieval. The handler is judged against
+    # the no-op handler (LangChain's own dispatch is paid by any callback, ours or not), the
+    # wrapper against the bare retriever.
+    target = 15.0
+    wrapper = summary["RecordingRetriever"][0] - base_median
+    verdict = "PASS" if max(ours, wrapper) <= target else "FAIL"
+    print(
+        f"{verdict}: recording overhead (median) handler {ours:+.1f} µs over the no-op handler, "
+        f"wrapper {wrapper:+.1f} µs over bare (target <= {target:.0f} µs; wall clock on a "
+        "loaded machine varies, CPU figures less)"
     )
-    verdict = "PASS" if worst < target else "FAIL"
-    print(f"{verdict}: worst median overhead {worst:.1f} µs (target < {target:.0f} µs)")
     return 0 if all(count == expected for count in recorded.values()) else 1
 
 

@@ -193,6 +193,11 @@ def test_langchain_record_cli_is_deterministic(
     fresh = read_run(out).records
     earlier = read_run(langchain_example.runs / "baseline.jsonl").records
     assert [(r.query_id, r.results) for r in fresh] == [(r.query_id, r.results) for r in earlier]
+    # A re-run into the same file starts it afresh: the handler's default is to append.
+    first_bytes = out.read_bytes()
+    assert record.main(["--chunk-size", "500", "--out", str(out)]) == 0
+    assert len(read_run(out).records) == 57
+    assert out.read_bytes().count(b"\n") == first_bytes.count(b"\n") == 58
 
 
 # -- LlamaIndex -----------------------------------------------------------------------------

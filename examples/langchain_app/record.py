@@ -52,6 +52,7 @@ def record(out: Path, *, chunk_size: int, chunk_overlap: int = 0, k: int = 5) ->
         document_id=source_to_document_id(DOCS),  # metadata["source"] -> corpus id
         description="langchain InMemoryVectorStore, hashed bag-of-words",
         parameters={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "k": k},
+        mode="w",  # a re-run starts the file afresh (the handler appends by default)
     )
     with handler:
         # max_concurrency=1 keeps the run file's lines in gold order (deterministic files).

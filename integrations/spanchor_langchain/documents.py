@@ -42,6 +42,7 @@ from langchain_core.documents import Document
 from spanchor_core import RetrievedResult
 from spanchor_core.corpus import document_id_for  # not exported at the top level yet
 from spanchor_core.runs import result_from_mapping  # not exported at the top level yet
+from spanchor_core.runs.write import ResultEntries, result_entry
 
 __all__ = [
     "DEFAULT_SCORE_KEYS",
@@ -49,6 +50,7 @@ __all__ = [
     "document_id_function",
     "document_lists",
     "documents_key",
+    "documents_to_entries",
     "documents_to_results",
     "is_document",
     "source_to_document_id",
@@ -216,11 +218,84 @@ def documents_to_results(
     else raises ``TypeError``: a recorder counts it as a failure rather than guess.
     ``max_results`` keeps only the first results.
     """
-    rule = document_id_function(document_id)
-    keys = tuple(score_keys)
-    results: list[RetrievedResult] = []
+    return _convert(documents, document_id_function(document_id), tuple(score_keys), max_results)
+
+
+def documents_to_entries(
+    documents: Iterable[Any],
+    rule: Callable[[Document], str | None] | None,
+    score_keys: tuple[str, ...],
+    max_results: int | None,
+) -> ResultEntries:
+    """:func:`documents_to_results` for the recorder's hot path: the same results, built
+    directly in line form (see :class:`~spanchor_core.runs.write.ResultEntries`), document
+    metadata not copied (the line is encoded before the retrieval returns), the rule already
+    a function. Raises ``TypeError`` where :func:`documents_to_results` or writing would."""
+    entries = ResultEntries()
     for rank, item in enumerate(documents, start=1):
         if max_results is not None and rank > max_results:
+            break
+        original = item
+        pair_score: float | None = None
+        if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+            item, pair_score = item[0], float(item[1])
+        text = getattr(item, "page_content", None)
+        if type(text) is not str or item.__class__ is not Document:
+            # dicts, strings, Document subclasses and look-alikes: the general conversion
+            (result,) = _convert([original], rule, score_keys, None, rank)
+            entries.append(result_entry(*astuple_result(result)))
+            continue
+        metadata = item.metadata
+        if type(metadata) is not dict:
+            metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+        start = metadata.get("start_index")
+        if type(start) is int and start >= 0:
+            end: int | None = start + len(text)
+        else:
+            start = end = None
+        doc_id = rule(item) if rule is not None else None
+        if doc_id is not None and type(doc_id) is not str:
+            raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
+        score = pair_score if pair_score is not None else _score(metadata, score_keys)
+        if score is not None and score - score != 0.0:
+            score = None  # NaN or infinite: unknown
+        entries.append(
+            {
+                "rank": rank,
+                "text": text,
+                "score": score,
+                "document_id": doc_id,
+                "start": start,
+                "end": end,
+                "metadata": metadata,
+            }
+        )
+    return entries
+
+
+def astuple_result(result: RetrievedResult) -> tuple[Any, ...]:
+    """A result's fields in :func:`~spanchor_core.runs.write.result_entry`'s order."""
+    return (
+        result.rank,
+        result.text,
+        result.score,
+        result.document_id,
+        result.start,
+        result.end,
+        result.metadata,
+    )
+
+
+def _convert(
+    documents: Iterable[Any],
+    rule: Callable[[Document], str | None] | None,
+    keys: tuple[str, ...],
+    max_results: int | None,
+    first_rank: int = 1,
+) -> list[RetrievedResult]:
+    results: list[RetrievedResult] = []
+    for rank, item in enumerate(documents, start=first_rank):
+        if max_results is not None and rank - first_rank >= max_results:
             break
         pair_score: float | None = None
         if type(item) is tuple and len(item) == 2 and _is_score(item[1]):

@@ -14,18 +14,18 @@ with holes.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
 from spanchor_core.runs import Stage  # not exported at the top level yet
+from spanchor_core.runs.recorder import RecorderTarget, open_recorder_of
 from spanchor_langchain.documents import (
     DEFAULT_SCORE_KEYS,
     DocumentIdRule,
     document_id_function,
-    documents_to_results,
+    documents_to_entries,
 )
 from spanchor_langchain.shared import SharedFile, open_shared
 
@@ -34,7 +34,7 @@ __all__ = ["QUERY_ID_KEY", "RecordTarget", "Recording", "query_text"]
 QUERY_ID_KEY: Final = "spanchor_query_id"
 """Config metadata key that carries the gold query id: ``{"metadata": {QUERY_ID_KEY: "q1"}}``."""
 
-RecordTarget = str | os.PathLike[str] | RunRecorder
+RecordTarget = RecorderTarget
 """Where to record: a run-file path (the process's shared recorder of that path, see
 :mod:`spanchor_langchain.shared`) or an open :class:`~spanchor_core.RunRecorder` (yours, never
 closed by us)."""
@@ -107,29 +107,21 @@ class Recording:
         self._lock = threading.Lock()
         self._failures = 0
         self._shared: SharedFile | None
-        if isinstance(target, RunRecorder):
-            given = [
-                name
-                for name, value in (
-                    ("gold", gold),
-                    ("corpus", corpus),
-                    ("description", description or None),
-                    ("parameters", parameters),
-                    ("tags", tags),
-                )
-                if value is not None
-            ]
-            if given:
-                raise ValueError(
-                    "an open RunRecorder already has its header and gold set; pass "
-                    f"{', '.join(given)} when creating it, or pass a path instead"
-                )
-            self.recorder = target
+        given = open_recorder_of(
+            target,
+            gold=gold,
+            corpus=corpus,
+            description=description or None,
+            parameters=parameters,
+            tags=tags,
+        )
+        if isinstance(given, RunRecorder):
+            self.recorder = given
             self._shared = None
-            self.strict = strict or target.strict
+            self.strict = strict or given.strict
         else:
             self._shared = open_shared(
-                target,
+                given,
                 mode=mode,
                 header={
                     "retriever": description,
@@ -185,11 +177,8 @@ class Recording:
             results = (
                 []
                 if error is not None
-                else documents_to_results(
-                    documents,
-                    document_id=self._document_id,
-                    score_keys=self._score_keys,
-                    max_results=self._max_results,
+                else documents_to_entries(
+                    documents, self._document_id, self._score_keys, self._max_results
                 )
             )
         except Exception as exc:  # a recorder must never break the retrieval

@@ -33,6 +33,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
 from spanchor_core import Corpus, GoldSet
+from spanchor_core.runs.recorder import given_arguments
 from spanchor_langchain.callbacks import NestedPolicy, SpanchorCallbackHandler
 from spanchor_langchain.documents import DEFAULT_SCORE_KEYS, DocumentIdRule
 from spanchor_langchain.recording import QUERY_ID_KEY, RecordTarget
@@ -189,19 +190,15 @@ def record_retrievals(
         assert recorder.failures == 0
     """
     if isinstance(target, SpanchorCallbackHandler):
-        given = [
-            name
-            for name, value in (
-                ("gold", gold),
-                ("corpus", corpus),
-                ("document_id", document_id),
-                ("max_results", max_results),
-                ("description", description),
-                ("parameters", parameters),
-                ("run_tags", run_tags),
-            )
-            if value is not None
-        ]
+        given = given_arguments(
+            gold=gold,
+            corpus=corpus,
+            document_id=document_id,
+            max_results=max_results,
+            description=description,
+            parameters=parameters,
+            run_tags=run_tags,
+        )
         if given:
             raise ValueError(
                 f"{', '.join(given)} cannot be applied to an existing handler; "

@@ -9,7 +9,6 @@ pairs start and end events by ``span_id``, finds each event's trace through the
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -28,7 +27,8 @@ from llama_index.core.instrumentation.events.synthesis import (
 )
 from llama_index.core.schema import NodeWithScore
 
-from spanchor_core import RetrievedResult, RunRecorder
+from spanchor_core import RunRecorder
+from spanchor_core.runs.write import ResultEntries
 from spanchor_llamaindex import _scopes
 from spanchor_llamaindex._scopes import QUERY_ID_TAG, Membership
 from spanchor_llamaindex._spans import Pending, SpanWatcher, Stage, Trace, class_name, text_of
@@ -168,7 +168,7 @@ class EventJoiner:
         self,
         pending: Pending,
         span_id: str,
-        results: list[RetrievedResult],
+        results: ResultEntries,
         *,
         latency_ms: float | None,
         error: BaseException | str | None = None,
@@ -206,7 +206,7 @@ class EventJoiner:
         self._write(
             pending,
             event.span_id or "",
-            self.converter.results(event.nodes),
+            self.converter.entries(event.nodes),
             latency_ms=(time.perf_counter() - pending.started) * 1000.0,
         )
         self._forget_if_closed(pending.trace)
@@ -219,7 +219,7 @@ class EventJoiner:
         self._write(
             pending,
             event.span_id or "",
-            self.converter.results(event.nodes),
+            self.converter.entries(event.nodes),
             latency_ms=(time.perf_counter() - pending.started) * 1000.0,
         )
         self._forget_if_closed(pending.trace)
@@ -229,21 +229,19 @@ class EventJoiner:
         if pending is None or pending.stage != "context":
             return
         nodes = list(getattr(event.response, "source_nodes", None) or ())
-        kept: list[RetrievedResult] = []
+        kept = ResultEntries()
         synthetic = 0
         for node in nodes:
-            result = self.converter.result(node, len(kept) + 1)
+            entry = self.converter.entry(node, len(kept) + 1)
             inner = node.node
             if (
                 inner.node_id in pending.trace.seen
                 or inner.ref_doc_id is not None
-                or result.document_id is not None
+                or entry["document_id"] is not None
             ):
-                kept.append(result)
+                kept.append(entry)
             else:
                 synthetic += 1
-        if synthetic:
-            kept = [dataclasses.replace(r, rank=rank) for rank, r in enumerate(kept, start=1)]
         self._write(
             pending,
             event.span_id or "",
@@ -263,7 +261,7 @@ class EventJoiner:
             self._write(
                 pending,
                 span_id,
-                [],
+                ResultEntries(),
                 latency_ms=(time.perf_counter() - pending.started) * 1000.0,
                 error=err if err is not None else "the retrieval was dropped",
             )

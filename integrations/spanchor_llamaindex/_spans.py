@@ -27,12 +27,21 @@ from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import BaseModel, PrivateAttr
 from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.schema import QueryBundle
 
-__all__ = ["Pending", "SpanWatcher", "Stage", "Trace", "class_name", "question_of", "text_of"]
+__all__ = [
+    "Pending",
+    "SpanWatcher",
+    "Stage",
+    "Trace",
+    "class_name",
+    "private",
+    "question_of",
+    "text_of",
+]
 
 Stage = Literal["retrieval", "postprocessed", "context"]
 
@@ -94,6 +103,16 @@ class Pending:
     started: float
 
 
+def private(model: BaseModel) -> dict[str, Any]:
+    """A pydantic model's private attributes, read without pydantic's ``__getattr__``: the
+    dispatcher calls the recorder on every event and span of the application, and
+    ``self._spans`` costs tens of times more than this dictionary look-up."""
+    found = model.__pydantic_private__
+    if found is None:  # pragma: no cover - only models without private attributes
+        raise AttributeError(f"{type(model).__name__} has no private attributes")
+    return found
+
+
 def class_name(instance: Any, default: str) -> str:
     return type(instance).__name__ if instance is not None else default
 
@@ -123,6 +142,9 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
     def class_name(cls) -> str:
         return "SpanchorSpanWatcher"
 
+    # The dispatcher calls this watcher on every span of the application: the methods below
+    # read the private attributes through ``private(self)`` (see there).
+
     def span_enter(
         self,
         id_: str,
@@ -132,7 +154,11 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         tags: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._spans[id_] = (parent_id, instance, bound_args if parent_id is None else None)
+        private(self)["_spans"][id_] = (
+            parent_id,
+            instance,
+            bound_args if parent_id is None else None,
+        )
 
     def span_exit(
         self,
@@ -142,9 +168,9 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         result: Any | None = None,
         **kwargs: Any,
     ) -> None:
-        info = self._spans.pop(id_, _MISSING)
-        if info is not _MISSING and info[0] is None:  # type: ignore[index]
-            self._on_root_closed(id_)
+        info = private(self)["_spans"].pop(id_, _MISSING)
+        if info is not _MISSING and info[0] is None:
+            private(self)["_on_root_closed"](id_)
 
     def span_drop(
         self,
@@ -154,29 +180,30 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         err: BaseException | None = None,
         **kwargs: Any,
     ) -> None:
-        info = self._spans.pop(id_, _MISSING)
-        self._on_drop(id_, err)
-        if info is not _MISSING and info[0] is None:  # type: ignore[index]
-            self._on_root_closed(id_)
+        info = private(self)["_spans"].pop(id_, _MISSING)
+        private(self)["_on_drop"](id_, err)
+        if info is not _MISSING and info[0] is None:
+            private(self)["_on_root_closed"](id_)
 
     # -- queries over the open spans ---------------------------------------------------------
 
     def parent(self, span_id: str) -> str | None:
-        info = self._spans.get(span_id)
+        info = private(self)["_spans"].get(span_id)
         return None if info is None else info[0]
 
     def instance(self, span_id: str | None) -> Any:
-        info = self._spans.get(span_id) if span_id is not None else None
+        info = private(self)["_spans"].get(span_id) if span_id is not None else None
         return None if info is None else info[1]
 
     def root(self, span_id: str) -> tuple[str, str | None]:
         """The root span of ``span_id`` and the question in the root's arguments, if any."""
+        spans = private(self)["_spans"]
         current = span_id
-        info = self._spans.get(current)
+        info = spans.get(current)
         depth = 0
         while info is not None and info[0] is not None and depth < _MAX_DEPTH:
             current = info[0]
-            info = self._spans.get(current)
+            info = spans.get(current)
             depth += 1
         question = None
         if info is not None and info[2] is not None:
@@ -189,15 +216,18 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         return current, question
 
     def is_open(self, span_id: str) -> bool:
-        return span_id in self._spans
+        return span_id in private(self)["_spans"]
 
     def has_ancestor_in(self, span_id: str, spans: Container[str]) -> bool:
-        parent = self.parent(span_id)
+        table = private(self)["_spans"]
+        info = table.get(span_id)
+        parent = None if info is None else info[0]
         depth = 0
         while parent is not None and depth < _MAX_DEPTH:
             if parent in spans:
                 return True
-            parent = self.parent(parent)
+            info = table.get(parent)
+            parent = None if info is None else info[0]
             depth += 1
         return False
 

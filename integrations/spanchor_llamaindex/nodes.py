@@ -38,10 +38,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from spanchor_core import Corpus, OffsetMap, RetrievedResult
 from spanchor_core.corpus import document_id_for
+from spanchor_core.runs.write import ResultEntries, result_entry
 
 __all__ = [
     "DOCUMENT_ID_KEY",
@@ -248,35 +249,45 @@ class NodeConverter:
         canonical = mapping.raw_span_to_canonical(raw_start, raw_end)
         return canonical[0], canonical[1], True
 
-    def result(self, node: NodeWithScore | BaseNode, rank: int) -> RetrievedResult:
-        """One node as a ranked result (``rank`` is 1-based)."""
-        if isinstance(node, NodeWithScore):
-            score: float | None = node.score
+    def _fields(
+        self, node: NodeWithScore | BaseNode
+    ) -> tuple[str, Any, str | None, int | None, int | None, dict[str, Any]]:
+        """``(text, score, document_id, start, end, metadata)`` of one node."""
+        if type(node) is NodeWithScore or isinstance(node, NodeWithScore):
+            score: Any = node.score
             inner = node.node
         else:
             score = None
             inner = node
-        text = node_text(inner)
+        # TextNode.get_content(NONE) is its text; other node types may differ
+        text = inner.text if type(inner) is TextNode else node_text(inner)
         document_id = self.document_id(inner)
-        start, end, translated = self._canonical_offsets(
-            document_id,
-            text,
-            _offset(getattr(inner, "start_char_idx", None)),
-            _offset(getattr(inner, "end_char_idx", None)),
-        )
+        start = _offset(getattr(inner, "start_char_idx", None))
+        end = _offset(getattr(inner, "end_char_idx", None))
+        translated = False
+        if document_id is not None and start is not None and end is not None:
+            start, end, translated = self._canonical_offsets(document_id, text, start, end)
         metadata: dict[str, Any] = {"node_id": inner.node_id, "ref_doc_id": inner.ref_doc_id}
         if translated:
             metadata["offsets"] = "raw"  # the node's own offsets counted raw file characters
-        return RetrievedResult(
-            rank=rank,
-            text=text,
-            score=score,
-            document_id=document_id,
-            start=start,
-            end=end,
-            metadata=metadata,
-        )
+        return text, score, document_id, start, end, metadata
+
+    def result(self, node: NodeWithScore | BaseNode, rank: int) -> RetrievedResult:
+        """One node as a ranked result (``rank`` is 1-based)."""
+        text, score, document_id, start, end, metadata = self._fields(node)
+        return RetrievedResult(rank, text, score, document_id, start, end, metadata)
 
     def results(self, nodes: Iterable[NodeWithScore | BaseNode]) -> list[RetrievedResult]:
         """Nodes in retrieval order as results ranked 1, 2, ..."""
         return [self.result(node, rank) for rank, node in enumerate(nodes, start=1)]
+
+    def entry(self, node: NodeWithScore | BaseNode, rank: int) -> dict[str, Any]:
+        """:meth:`result` in line form, for the recorder's hot path (see
+        :class:`~spanchor_core.runs.write.ResultEntries`)."""
+        return result_entry(rank, *self._fields(node))
+
+    def entries(self, nodes: Iterable[NodeWithScore | BaseNode]) -> ResultEntries:
+        """:meth:`results` in line form, ready for :meth:`~spanchor_core.RunRecorder.record`."""
+        return ResultEntries(
+            result_entry(rank, *self._fields(node)) for rank, node in enumerate(nodes, start=1)
+        )

@@ -58,7 +58,6 @@ What it relies on, and why:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,8 +72,9 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
 from spanchor_core import Corpus, GoldSet, RunRecorder
+from spanchor_core.runs.recorder import RecorderTarget, open_recorder_of
 from spanchor_llamaindex._events import EventJoiner
-from spanchor_llamaindex._spans import Stage
+from spanchor_llamaindex._spans import Stage, private
 from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
 __all__ = ["SpanchorEventHandler"]
@@ -90,7 +90,8 @@ class SpanchorEventHandler(BaseEventHandler):
     """Records retrievals, reranks and final contexts on the dispatcher into a run file.
 
     ``path`` is a run file to create (``mode="w"``) or append to (``mode="a"``), or an open
-    :class:`~spanchor_core.RunRecorder` to share (then :meth:`close` leaves it open).
+    :class:`~spanchor_core.RunRecorder` to share (then :meth:`close` leaves it open, and the
+    header arguments ``parameters``, ``gold`` and ``tags`` are refused: it has its header).
     ``corpus`` puts its fingerprint in the header, lets the default document-id rule use file
     paths and translates raw-file offsets (see :class:`~spanchor_llamaindex.nodes.
     NodeConverter`); ``gold`` fills in missing query ids from the question text and puts its
@@ -107,7 +108,7 @@ class SpanchorEventHandler(BaseEventHandler):
 
     def __init__(
         self,
-        path: str | os.PathLike[str] | RunRecorder,
+        path: RecorderTarget,
         *,
         retriever: str = "llama_index",
         parameters: Mapping[str, Any] | None = None,
@@ -119,12 +120,13 @@ class SpanchorEventHandler(BaseEventHandler):
         stages: tuple[Stage, ...] = ("retrieval", "postprocessed", "context"),
     ) -> None:
         super().__init__()
-        if isinstance(path, RunRecorder):
-            self._recorder = path
+        given = open_recorder_of(path, parameters=parameters, gold=gold, tags=tags)
+        if isinstance(given, RunRecorder):
+            self._recorder = given
             self._owns_recorder = False
         else:
             self._recorder = RunRecorder(
-                path,
+                given,
                 retriever=retriever,
                 parameters=parameters,
                 corpus_fingerprint=None if corpus is None else corpus.fingerprint,
@@ -203,7 +205,9 @@ class SpanchorEventHandler(BaseEventHandler):
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         """Join start and end events by ``span_id``; never raises."""
-        self._core.handle(event)
+        # Called for every event of the application: ``self._core`` would go through
+        # pydantic's slow ``__getattr__`` for private attributes.
+        private(self)["_core"].handle(event)
 
     # -- lifetime ----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from spanchor_core.runs.write import (
     record_payload,
 )
 
-__all__ = ["RunRecorder"]
+__all__ = ["RecorderTarget", "RunRecorder", "given_arguments", "open_recorder_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,6 +48,10 @@ try:
     import fcntl as _fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory locks, one process per file
     _fcntl = None
+
+
+_LOCK_EX: int = 0 if _fcntl is None else _fcntl.LOCK_EX
+_LOCK_UN: int = 0 if _fcntl is None else _fcntl.LOCK_UN
 
 
 def _lock(fd: int) -> None:
@@ -285,21 +289,34 @@ class RunRecorder:
             if query_id is None and self._gold is not None and isinstance(query, str):
                 query_id = lookup_query_id(self._gold, query)
                 matched = query_id is not None
-            provenance = provenance_payload(
-                source, stage, trace_id, run_id, parent_run_id, sequence, metadata
+            provenance = (
+                None
+                if source is None
+                and stage is None
+                and trace_id is None
+                and run_id is None
+                and parent_run_id is None
+                and sequence is None
+                and not metadata
+                else provenance_payload(
+                    source, stage, trace_id, run_id, parent_run_id, sequence, metadata
+                )
             )
             line = encode_line(
                 record_payload(query_id, query, results, latency_ms, error, provenance)
             )
             check_line_size(line)
             with self._lock:
-                if self._fd < 0:
+                fd = self._fd
+                if fd < 0:
                     raise RecorderError(f"{self.path}: recorder is closed")
-                _lock(self._fd)
+                if _fcntl is not None:
+                    _fcntl.flock(fd, _LOCK_EX)
                 try:
                     self._write(line)
                 finally:
-                    _unlock(self._fd)
+                    if _fcntl is not None:
+                        _fcntl.flock(fd, _LOCK_UN)
                 self._records += 1
                 if not matched:
                     self._unmatched += 1
@@ -342,9 +359,12 @@ class RunRecorder:
         """Append ``data`` in one ``write`` (more only if the OS writes part of it); the
         caller holds the file lock, so a failed write can be cut off without touching
         another process's line."""
-        view = memoryview(data)
         written = 0
         try:
+            written = os.write(self._fd, data)
+            if written == len(data):  # the usual case: the whole line in one call
+                return
+            view = memoryview(data)
             while written < len(view):
                 written += os.write(self._fd, view[written:])
         except OSError:
@@ -388,6 +408,35 @@ class RunRecorder:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+RecorderTarget = str | os.PathLike[str] | RunRecorder
+"""Where an integration records: a run-file path (it opens, and closes, the file) or an open
+:class:`RunRecorder` (the caller's: shared, never closed by the integration)."""
+
+
+def given_arguments(**values: object) -> list[str]:
+    """The names of the arguments that were given (are not ``None``), in order: what cannot
+    be applied to an object that already exists."""
+    return [name for name, value in values.items() if value is not None]
+
+
+def open_recorder_of(target: RecorderTarget, **header: object) -> RunRecorder | Path:
+    """``target`` itself when it is an open recorder (the caller does not own it), else the
+    path for the caller to open with ``header``, the recorder's header arguments.
+
+    An open recorder already wrote its header: header arguments given with it would be
+    silently lost, so they raise :class:`~spanchor_core.errors.InputError` instead.
+    """
+    if not isinstance(target, RunRecorder):
+        return Path(target)
+    given = given_arguments(**header)
+    if given:
+        raise InputError(
+            "an open RunRecorder already has its header and gold set; pass "
+            f"{', '.join(given)} when creating it, or pass a path instead"
+        )
+    return target
 
 
 def _close_quietly(fd: int) -> None:

@@ -29,7 +29,73 @@ from spanchor_core.runs.results import (
     strict_int,
 )
 
-__all__ = ["check_line_size", "header_line", "provenance_payload", "record_payload", "write_run"]
+__all__ = [
+    "ResultEntries",
+    "check_line_size",
+    "header_line",
+    "provenance_payload",
+    "record_payload",
+    "result_entry",
+    "write_run",
+]
+
+
+class ResultEntries(list[dict[str, Any]]):
+    """Results already in line form: the recorders' hot path.
+
+    An integration that knows its values' types builds each result's JSON object itself,
+    with :func:`result_entry` or the same checks inline, and collects them in this list;
+    :func:`record_payload` then writes them as they are, with no intermediate
+    :class:`RetrievedResult` and no second round of checks. Only objects made that way may be
+    put in it: it is the promise that they were checked. JSON encoders see a plain list.
+    """
+
+    __slots__ = ()
+
+
+def result_entry(
+    rank: int,
+    text: str | None,
+    score: float | None = None,
+    document_id: str | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A result in line form, checked as :class:`RetrievedResult` results are when written.
+
+    Same positional order as :class:`RetrievedResult`. The common types (``int``, ``str``,
+    finite ``float``, ``dict``) pass with one ``type`` test each; anything else takes the
+    full checks (numpy numbers, NaN -> ``null``, non-dict mappings copied). ``metadata`` is
+    not copied when it is a dict: the line is encoded before the caller returns.
+    """
+    if type(rank) is not int:
+        rank = strict_int(rank, "rank")
+    if text is not None and type(text) is not str:
+        text = optional_str(text, "text")
+    if score is not None and (type(score) is not float or score - score != 0.0):
+        score = finite_float(score, "score")  # NaN and infinities give nan here: unknown
+    if document_id is not None and type(document_id) is not str:
+        document_id = optional_str(document_id, "document_id")
+    if start is not None and type(start) is not int:
+        start = optional_int(start, "start")
+    if end is not None and type(end) is not int:
+        end = optional_int(end, "end")
+    if metadata is None:
+        metadata = {}
+    elif type(metadata) is not dict:
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        metadata = dict(metadata)
+    return {
+        "rank": rank,
+        "text": text,
+        "score": score,
+        "document_id": document_id,
+        "start": start,
+        "end": end,
+        "metadata": metadata,
+    }
 
 
 def _result_payload(result: RetrievedResult) -> dict[str, Any]:
@@ -51,6 +117,10 @@ def _result_payload(result: RetrievedResult) -> dict[str, Any]:
 
 
 def _latency(value: Any) -> float | None:
+    if type(value) is float and value - value == 0.0:  # finite: the common case
+        return value if value >= 0.0 else None
+    if value is None:
+        return None
     latency = finite_float(value, "latency_ms")
     return None if latency is None or latency < 0 else latency
 
@@ -73,29 +143,41 @@ def provenance_payload(
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The provenance keys of a record line; absent values are left out, not written as null."""
+    """The provenance keys of a record line; absent values are left out, not written as null.
+
+    Called once per recorded retrieval: each value is checked with one ``type`` test in the
+    usual case and fully only when that fails.
+    """
     payload: dict[str, Any] = {}
-    for name, value in (
-        ("source", source),
-        ("trace_id", trace_id),
-        ("run_id", run_id),
-        ("parent_run_id", parent_run_id),
-    ):
-        if value is not None:
-            payload[name] = optional_str(value, name)
+    if source is not None:
+        payload["source"] = source if type(source) is str else optional_str(source, "source")
+    if trace_id is not None:
+        payload["trace_id"] = (
+            trace_id if type(trace_id) is str else optional_str(trace_id, "trace_id")
+        )
+    if run_id is not None:
+        payload["run_id"] = run_id if type(run_id) is str else optional_str(run_id, "run_id")
+    if parent_run_id is not None:
+        payload["parent_run_id"] = (
+            parent_run_id
+            if type(parent_run_id) is str
+            else optional_str(parent_run_id, "parent_run_id")
+        )
     if stage is not None:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
         payload["stage"] = stage
     if sequence is not None:
-        number = strict_int(sequence, "sequence")
+        number = sequence if type(sequence) is int else strict_int(sequence, "sequence")
         if number < 0:
             raise ValueError(f"sequence must be >= 0, got {number}")
         payload["sequence"] = number
     if metadata:
-        if not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-        payload["metadata"] = dict(metadata)
+        if type(metadata) is not dict:
+            if not isinstance(metadata, Mapping):
+                raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+            metadata = dict(metadata)
+        payload["metadata"] = metadata  # encoded before the caller returns: no copy
     return payload
 
 
@@ -111,6 +193,23 @@ def _record_provenance(record: RetrievalRecord) -> dict[str, Any]:
     )
 
 
+def _results_payload(
+    results: Iterable[RetrievedResult | Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    payload = []
+    for position, item in enumerate(results, start=1):
+        if isinstance(item, RetrievedResult):
+            payload.append(_result_payload(item))
+        elif isinstance(item, Mapping):
+            payload.append(payload_from_mapping(item, position))
+        else:
+            raise TypeError(
+                f"result {position} must be a RetrievedResult or a mapping, "
+                f"got {type(item).__name__}"
+            )
+    return payload
+
+
 def record_payload(
     query_id: str | None,
     query: str,
@@ -121,29 +220,25 @@ def record_payload(
 ) -> dict[str, Any]:
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
-    payload = []
-    for position, item in enumerate(results, start=1):
-        if not isinstance(item, RetrievedResult):
-            if not isinstance(item, Mapping):
-                raise TypeError(
-                    f"result {position} must be a RetrievedResult or a mapping, "
-                    f"got {type(item).__name__}"
-                )
-            payload.append(payload_from_mapping(item, position))
-        else:
-            payload.append(_result_payload(item))
+    payload = results if type(results) is ResultEntries else _results_payload(results)
     line = {
-        "query_id": optional_str(query_id, "query_id"),
+        "query_id": query_id
+        if query_id is None or type(query_id) is str
+        else optional_str(query_id, "query_id"),
         "query": query,
         "results": payload,
         "latency_ms": _latency(latency_ms),
-        "error": _error_text(error),
+        "error": error if error is None or type(error) is str else _error_text(error),
     }
     if provenance:
         line.update(provenance)
     # Each character is at least one byte: a record whose texts alone are over the limit is
     # refused before it is encoded (which would cost several times its size in memory).
-    characters = len(query) + sum(len(result["text"] or "") for result in payload)
+    characters = len(query)
+    for result in payload:
+        text = result["text"]
+        if text is not None:
+            characters += len(text)
     if characters > _io.MAX_LINE_BYTES:
         _too_large(characters, "characters of text")
     return line
