@@ -7,6 +7,8 @@ The library functions behind the authoring commands of the CLI, one module each:
   (``spanchor anchor add``)
 * :mod:`.removal` — :func:`remove_anchor` / :func:`remove_query`: take an anchor or a query
   out of a gold file (``spanchor anchor remove`` / ``spanchor query remove``)
+* :mod:`.replacement` — :func:`replace_anchor`: put other evidence in an anchor's place,
+  keeping the query (``spanchor anchor replace``)
 * :mod:`.corpus_check` (with :mod:`.hash_search`) — :func:`check_corpus` / :func:`fix_gold`:
   which anchors an edited corpus broke, where their text went, and the gold set with moved
   anchors rewritten (``spanchor check-corpus``)
@@ -44,6 +46,7 @@ from spanchor_core.authoring.occurrences import Occurrence, locate_text
 from spanchor_core.authoring.promotion import PromotionReport, promote_candidates
 from spanchor_core.authoring.proposing import propose_candidates
 from spanchor_core.authoring.removal import RemovedAnchor, remove_anchor, remove_query
+from spanchor_core.authoring.replacement import ReplacedAnchor, replace_anchor
 from spanchor_core.authoring.review import review_candidate
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "Occurrence",
     "PromotionReport",
     "RemovedAnchor",
+    "ReplacedAnchor",
     "add_anchor",
     "check_corpus",
     "fix_gold",
@@ -68,6 +72,7 @@ __all__ = [
     "read_candidates",
     "remove_anchor",
     "remove_query",
+    "replace_anchor",
     "review_candidate",
     "write_candidates",
 ]

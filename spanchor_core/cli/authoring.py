@@ -1,4 +1,5 @@
-"""Commands for authoring gold sets: ``locate``, ``anchor add / remove``, ``query remove``,
+"""Commands for authoring gold sets: ``locate``, ``anchor add / replace / remove``,
+``query remove``,
 ``check-corpus`` and ``gold extract / review / promote``."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from spanchor_core.authoring import (
     propose_candidates,
     remove_anchor,
     remove_query,
+    replace_anchor,
     review_candidate,
     write_candidates,
 )
@@ -167,6 +169,59 @@ def anchor_remove(
         escape_control(
             f"{query_id}: removed anchor {gone.document_id} [{gone.start}, {gone.end}) "
             f"-> {gold} ({len(done.query.anchors)} anchor(s) left)"
+        ),
+        markup=False,
+    )
+
+
+@anchor_app.command("replace")
+def anchor_replace(
+    query_id: Annotated[str, typer.Argument(help="The query whose anchor to replace.")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    new_text: Annotated[
+        str,
+        typer.Argument(metavar="NEW_TEXT", help="The new evidence, exactly as in the document."),
+    ],
+    gold: _GoldOption = Path("gold.jsonl"),
+    index: Annotated[
+        int | None,
+        typer.Option(
+            "--index", metavar="N", help="Replace the query's N-th anchor (from 1, file order)."
+        ),
+    ] = None,
+    old_text: Annotated[
+        str | None,
+        typer.Option("--text", metavar="TEXT", help="Replace the anchor whose text this is."),
+    ] = None,
+    occurrence: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Which occurrence of NEW_TEXT (from 1)."),
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", metavar="ID", help="Only look in this document id.")
+    ] = None,
+    glob: GlobOption = None,
+) -> None:
+    """Replace one anchor of a query with new evidence, keeping the question (atomically).
+
+    Name the old anchor with --index N or --text TEXT (not needed when the query has one).
+    Example: spanchor anchor replace q9 docs/ "two-year warranty on parts" --index 1
+    """
+    done = replace_anchor(
+        gold,
+        load_docs(docs, glob),
+        query_id,
+        text=new_text,
+        index=index,
+        old_text=old_text,
+        document_id=document,
+        occurrence=occurrence,
+    )
+    old, new = done.old, done.new
+    out_console().print(
+        escape_control(
+            f"{query_id}: anchor {old.document_id} [{old.start}, {old.end}) -> "
+            f"{new.document_id} [{new.start}, {new.end}) sha256 {new.hash} -> {gold}"
         ),
         markup=False,
     )

@@ -10,7 +10,8 @@ import typer
 
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.gold import read_gold, validate_gold
+from spanchor_core.gold import validate_gold
+from spanchor_core.gold.validate import read_gold_checked
 from spanchor_core.render.text import escape_control
 
 __all__ = ["info", "validate"]
@@ -48,8 +49,11 @@ def validate(
     Example: spanchor validate docs/ gold.jsonl
     """
     corpus = load_docs(docs, glob)
-    gold_set = read_gold(gold)
-    problems = validate_gold(gold_set, corpus)
+    gold_set, malformed = read_gold_checked(gold)  # a bad line must not hide the others
+    problems = sorted(
+        [*malformed, *validate_gold(gold_set, corpus)],
+        key=lambda p: (p.line is None, p.line or 0),
+    )
     anchors = sum(len(query.anchors) for query in gold_set.entries)
     if as_json:
         typer.echo(
@@ -77,8 +81,9 @@ def validate(
         err = err_console()
         for problem in problems:
             where = f"{gold}:{problem.line}: " if problem.line is not None else f"{gold}: "
+            who = f"{problem.query_id}: " if problem.code != "malformed_line" else ""
             err.print(
-                escape_control(f"{where}{problem.query_id}: {problem.message} [{problem.code}]"),
+                escape_control(f"{where}{who}{problem.message} [{problem.code}]"),
                 markup=False,
             )
         for text, ids in gold_set.duplicate_questions().items():
