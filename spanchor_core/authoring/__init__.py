@@ -12,8 +12,8 @@ The library functions behind the authoring commands of the CLI, one module each:
 * :mod:`.corpus_check` (with :mod:`.hash_search`) — :func:`check_corpus` / :func:`fix_gold`:
   which anchors an edited corpus broke, where their text went, and the gold set with moved
   anchors rewritten (``spanchor check-corpus``)
-* the candidate workflow — :mod:`.candidates` (the model), :mod:`.proposing`
-  (:func:`propose_candidates`), :mod:`.candidates_file` (:func:`write_candidates`,
+* the candidate workflow — :mod:`.candidates` (the model, :func:`select_candidates`),
+  :mod:`.proposing` (:func:`propose_candidates`), :mod:`.candidates_file` (:func:`write_candidates`,
   :func:`read_candidates`), :mod:`.review` (:func:`review_candidate`) and :mod:`.promotion`
   (:func:`promote_candidates`): propose sentence-level evidence spans, record each review
   decision in the candidates file, and promote approved candidates with a question into the
@@ -26,7 +26,7 @@ Occurrences are numbered from 1.
 """
 
 from spanchor_core.authoring.anchoring import add_anchor
-from spanchor_core.authoring.candidates import Candidate, CandidateStatus
+from spanchor_core.authoring.candidates import Candidate, CandidateStatus, select_candidates
 from spanchor_core.authoring.candidates_file import (
     CANDIDATES_KIND,
     CANDIDATES_SCHEMA_VERSION,
@@ -74,5 +74,6 @@ __all__ = [
     "remove_query",
     "replace_anchor",
     "review_candidate",
+    "select_candidates",
     "write_candidates",
 ]
