@@ -21,6 +21,7 @@ from spanchor_core.cli.errors import (
     usage_error_exit_code,
     wants_debug,
 )
+from spanchor_core.cli.example import example_command
 from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
 from spanchor_core.exit_codes import ExitCode
@@ -65,6 +66,7 @@ app.add_typer(authoring.query_app, name="query")
 app.command("check-corpus")(authoring.check_corpus_command)
 app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
+app.command("example")(example_command)
 
 
 def main(argv: list[str] | None = None) -> int:
