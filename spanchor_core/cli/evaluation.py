@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -145,6 +146,7 @@ def _print_comparison(
     diagnosis: RegressionDiagnosis | None = None,
     *,
     policy_given: bool = True,
+    questions: Mapping[str, str] | None = None,
 ) -> None:
     console = out_console()
     # A comparison without a policy gates by the default one: say which, before anything else.
@@ -155,7 +157,7 @@ def _print_comparison(
     for line in trust_lines(comparison):
         console.print(line)
     if not quiet:
-        for table in comparison_tables(comparison):
+        for table in comparison_tables(comparison, questions=questions, width=console.width):
             console.print(table)
     if diagnosis is not None and not quiet:
         for line in diagnosis_lines(diagnosis):
@@ -163,6 +165,13 @@ def _print_comparison(
     for line in comparison_findings(comparison):
         console.print(line)
     console.print(comparison_verdict(comparison))
+
+
+def _questions(outcome: GateOutcome) -> dict[str, str] | None:
+    """Each gold query's question, to show beside a regressed id (None without a gold set)."""
+    if outcome.gold is None:
+        return None
+    return {query.query_id: query.question for query in reversed(outcome.gold.entries)}
 
 
 def _write_outputs(
@@ -276,7 +285,13 @@ def compare_command(
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
-    _print_comparison(outcome.comparison, quiet, outcome.diagnosis, policy_given=chosen is not None)
+    _print_comparison(
+        outcome.comparison,
+        quiet,
+        outcome.diagnosis,
+        policy_given=chosen is not None,
+        questions=_questions(outcome),
+    )
     raise typer.Exit(outcome.exit_code)
 
 
@@ -370,6 +385,10 @@ def gate(
         redact=config.redact,
     )
     _print_comparison(
-        outcome.comparison, quiet, outcome.diagnosis, policy_given=config.policy is not None
+        outcome.comparison,
+        quiet,
+        outcome.diagnosis,
+        policy_given=config.policy is not None,
+        questions=_questions(outcome),
     )
     raise typer.Exit(outcome.exit_code)
