@@ -33,6 +33,7 @@ from spanchor_core.render.text import (
     spanless_side,
 )
 from spanchor_core.render.wording import (
+    INTERVAL_AND_P_NOTE,
     MAPPING_COLUMNS,
     aggregate_headings,
     change_text,
@@ -430,7 +431,7 @@ def comparison_markdown(
             [_aggregate_row(row) for row in comparison.aggregates],
             "llrrrrrrl",
         )
-        lines.append("")
+        lines += ["", markdown_escape(INTERVAL_AND_P_NOTE), ""]
 
     lines.append(
         f"<sub>spanchor {markdown_escape(__version__)} · "

@@ -109,3 +109,15 @@ def test_whole_list_metrics_have_their_own_column(baseline: Evaluation) -> None:
     cells = [cell.strip() for cell in mrr.strip("│").split("│")]
     assert cells[-1] == "1.000"  # both queries find their evidence at rank 1 in the baseline
     assert "(all ranks)" not in text
+
+
+def test_reports_say_once_why_the_interval_and_p_can_disagree(comparison: Comparison) -> None:
+    from spanchor_core.render import comparison_html, comparison_markdown
+    from spanchor_core.render.text import markdown_escape
+    from spanchor_core.render.wording import INTERVAL_AND_P_NOTE
+
+    assert "bootstrap interval" in INTERVAL_AND_P_NOTE
+    assert "sign-flip" in INTERVAL_AND_P_NOTE
+    markdown = comparison_markdown(comparison)
+    assert markdown.count(markdown_escape(INTERVAL_AND_P_NOTE)) == 1
+    assert comparison_html(comparison).count("sign-flip test, which asks how often") == 1
