@@ -17,6 +17,7 @@ from spanchor_core.cli.console import (
     out_console,
     parse_k,
     progress_bars,
+    writing_step,
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.diagnosis import RegressionDiagnosis
@@ -183,30 +184,31 @@ def _write_outputs(
     html: Path | None,
     redact: bool,
 ) -> None:
-    if json_path is not None:
-        write_comparison(outcome.comparison, json_path)
-    if report is not None:
-        text = comparison_markdown(
-            outcome.comparison,
-            baseline=outcome.baseline,
-            candidate=outcome.candidate,
-            gold=outcome.gold,
-            corpus=outcome.corpus,
-            redact=redact,
-        )
-        write_report(text, report)
-    if junit is not None:
-        write_report(comparison_junit(outcome.comparison, redact=redact), junit)
-    if html is not None:
-        page = comparison_html(
-            outcome.comparison,
-            baseline=outcome.baseline,
-            candidate=outcome.candidate,
-            gold=outcome.gold,
-            corpus=outcome.corpus,
-            redact=redact,
-        )
-        write_html(page, html)
+    with writing_step(not any((json_path, report, junit, html))):
+        if json_path is not None:
+            write_comparison(outcome.comparison, json_path)
+        if report is not None:
+            text = comparison_markdown(
+                outcome.comparison,
+                baseline=outcome.baseline,
+                candidate=outcome.candidate,
+                gold=outcome.gold,
+                corpus=outcome.corpus,
+                redact=redact,
+            )
+            write_report(text, report)
+        if junit is not None:
+            write_report(comparison_junit(outcome.comparison, redact=redact), junit)
+        if html is not None:
+            page = comparison_html(
+                outcome.comparison,
+                baseline=outcome.baseline,
+                candidate=outcome.candidate,
+                gold=outcome.gold,
+                corpus=outcome.corpus,
+                redact=redact,
+            )
+            write_html(page, html)
     err = err_console()
     for path in (json_path, report, junit, html):
         if path is not None:
