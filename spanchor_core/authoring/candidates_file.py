@@ -5,7 +5,7 @@ A review decision is *appended* (:func:`append_revision`) as the candidate's who
 with ``"revision": n``; reading keeps the candidate's place and takes its last revision, so a
 decision costs one read and one short append, not a rewrite of the whole file.
 :func:`write_candidates` writes each candidate once, without revisions (``gold review
---compact`` folds them in).
+--output FILE`` writes the file with every decision folded in).
 
 Only this module knows the file's shape; the model is in
 :mod:`~spanchor_core.authoring.candidates`. Lone surrogates (``"\\ud800"``) and numbers
