@@ -110,7 +110,13 @@ def test_gold_line_nested_too_deeply(tmp_path: Path, capsys: pytest.CaptureFixtu
     gold = tmp_path / "gold.jsonl"
     head = Path(GOLD).read_text(encoding="utf-8").splitlines()[0]
     gold.write_text(head + "\n" + "[" * 100_000 + "\n", encoding="utf-8")
-    _one_line_exit_2(capsys, ["validate", DOCS, str(gold)], f"{gold}:2")
+    _one_line_exit_2(capsys, ["query", "remove", "q1", "--gold", str(gold)], f"{gold}:2")
+    # validate reads on past a malformed line and lists it with the other problems
+    assert main(["validate", DOCS, str(gold)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{gold}:2: ")
+    assert err[0].endswith("[malformed_line]")
+    assert "Traceback" not in "\n".join(err)
 
 
 def test_query_id_with_rich_markup_is_printed_literally(

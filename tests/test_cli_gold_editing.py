@@ -145,3 +145,79 @@ def test_validate_warns_about_duplicate_questions_without_failing(
     err = capsys.readouterr().err
     assert "2 queries ask the same question (q1, q2)" in err
     assert "[duplicate_question]" in err
+
+
+def test_anchor_replace_keeps_the_question_and_the_position(
+    gold: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = read_gold(gold)["q1"]
+    capsys.readouterr()
+    argv = ["anchor", "replace", "q1", str(docs), "two-year", "--gold", str(gold), "--index", "1"]
+    assert main(argv) == 0
+    assert "q1: anchor warranty [" in capsys.readouterr().out
+    after = read_gold(gold)["q1"]
+    assert after.question == before.question
+    assert after.anchors[1] == before.anchors[1]  # the other anchor untouched, in its place
+    corpus = load_corpus(docs)
+    new = after.anchors[0]
+    assert corpus.text(new.document_id)[new.start : new.end] == "two-year"
+    assert validate_gold(read_gold(gold), corpus) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["q1", "two-year"], "has 2 anchors; choose one with --index N"),
+        (["q1", "two-year", "--text", "nope"], "has no anchor with this text"),
+        (["q1", "full refund", "--index", "1"], "already has the anchor"),
+        (["q1", "two-year warranty", "--index", "1"], "is the anchor"),
+        (["q2", "no such evidence"], "does not occur in the corpus"),
+        (["q3", "two-year"], "no query 'q3'"),
+    ],
+)
+def test_anchor_replace_refusals_are_one_line_and_change_nothing(
+    gold: Path, docs: Path, argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = gold.read_bytes()
+    capsys.readouterr()
+    query, text, *rest = argv
+    assert main(["anchor", "replace", query, str(docs), text, "--gold", str(gold), *rest]) == 2
+    assert fragment in _one_error(capsys)
+    assert gold.read_bytes() == before
+
+
+def test_validate_lists_malformed_lines_with_every_other_problem(
+    gold: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    good_q2 = lines[2]
+    lines[1] = '{"query_id": "q1", "question": '  # torn JSON
+    lines.append(good_q2.replace('"q2"', '"q3"').replace('"start": ', '"start": 9'))
+    lines.append('{"query_id": "q4"}')  # missing fields
+    gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["validate", str(docs), str(gold)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{gold}:2: not valid JSON")
+    assert err[0].endswith("[malformed_line]")
+    assert err[1].startswith(f"{gold}:4: q3: anchor [9")
+    assert "[malformed_line]" not in err[1]
+    assert err[2].startswith(f"{gold}:5: ")
+    assert err[2].endswith("[malformed_line]")
+    assert err[-1] == f"3 problem(s) in {gold}"
+
+
+def test_read_gold_checked_gives_the_good_lines_and_a_problem_per_bad_one(gold: Path) -> None:
+    from spanchor_core.gold.validate import read_gold_checked
+
+    assert read_gold_checked(gold) == (read_gold(gold), [])
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, "[1, 2]")
+    gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kept, problems = read_gold_checked(gold)
+    assert [q.query_id for q in kept.entries] == ["q1", "q2"]
+    assert [(p.line, p.code) for p in problems] == [(3, "malformed_line")]
+    assert str(problems[0]).startswith("line 3: expected a JSON object, found list")
+    gold.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(GoldError):
+        read_gold_checked(gold)

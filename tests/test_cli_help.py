@@ -73,3 +73,41 @@ def test_no_arguments_prints_the_help(capsys: pytest.CaptureFixture[str]) -> Non
     assert main([]) == 2
     out, err = capsys.readouterr()
     assert "Usage: spanchor" in out + err
+
+
+def _commands_and_params() -> Iterator[tuple[str, str]]:
+    def walk(command: Any, path: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+        for param in command.params:
+            yield " ".join(path), str(param.name)
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+
+    return walk(typer.main.get_command(app), ())
+
+
+def test_every_option_and_argument_of_every_command_has_help() -> None:
+    root = typer.main.get_command(app)
+    missing = []
+    for path, name in _commands_and_params():
+        command: Any = root
+        for part in path.split():
+            command = command.commands[part]
+        param = next(p for p in command.params if p.name == name)
+        if not (getattr(param, "help", None) or "").strip():
+            missing.append(f"{path} {name}")
+    assert missing == []
+    assert ("gold review", "edited_text") in set(_commands_and_params())
+
+
+def test_gold_review_help_describes_each_option(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gold", "review", "-h"]) == 0
+    out = capsys.readouterr().out
+    for fragment in (
+        "The question this evidence answers",
+        "Approve it (needs a question)",
+        "Why (kept as a note)",
+        "New start offset",
+        "New end offset",
+        "instead of appending the decision",
+    ):
+        assert fragment in out

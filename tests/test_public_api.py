@@ -13,6 +13,9 @@ from typing import Any
 import spanchor_core
 
 EXPECTED_CORE_API = {
+    "replace_anchor",
+    "ReplacedAnchor",
+    "select_candidates",
     "MetricNoise",
     "NoiseReport",
     "RepeatedBaseline",

@@ -6,6 +6,7 @@ the plugin is checked end to end with ``pytester`` on the bundled quickstart exa
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -377,8 +378,9 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     for name in ("docs", "runs"):
         shutil.copytree(QUICKSTART / name, pytester.path / name)
-    for name in ("gold.jsonl", "spanchor.toml"):
-        shutil.copy(QUICKSTART / name, pytester.path / name)
+    shutil.copy(QUICKSTART / "gold.jsonl", pytester.path / "gold.jsonl")
+    # under another name, so that the plugin does not find it unasked (see the discovery test)
+    shutil.copy(QUICKSTART / "spanchor.toml", pytester.path / "settings.toml")
     return pytester
 
 
@@ -412,19 +414,39 @@ def test_fixtures_configured_by_ini_keys(project: pytest.Pytester) -> None:
         "spanchor_docs = docs\n"
         "spanchor_gold = gold.jsonl\n"
         "spanchor_baseline = runs/baseline.jsonl\n"
-        "spanchor_policy = spanchor.toml\n"
+        "spanchor_policy = settings.toml\n"
     )
     project.makepyfile(test_user=USER_TESTS)
     _check_regression_output(_pytest_run(project))
 
 
 def test_fixtures_configured_by_the_pyproject_table(project: pytest.Pytester) -> None:
-    table = (project.path / "spanchor.toml").read_text(encoding="utf-8")
+    table = (project.path / "settings.toml").read_text(encoding="utf-8")
     # A table written for pytest alone: no candidate (spanchor gate's other run).
     table = table.replace('candidate = "runs/candidate.jsonl"\n', "")
     project.makepyprojecttoml(table)
     project.makepyfile(test_user=USER_TESTS)
     _check_regression_output(_pytest_run(project))
+
+
+def test_a_spanchor_toml_is_found_as_the_gate_finds_it(project: pytest.Pytester) -> None:
+    """No option, no ini key: spanchor.toml in the start directory (or a parent) is read,
+    and it wins over a pyproject.toml table there, as for ``spanchor gate``."""
+    (project.path / "settings.toml").rename(project.path / "spanchor.toml")
+    project.makepyprojecttoml('[tool.spanchor]\ngold = "no-such-gold.jsonl"\n')
+    project.makepyfile(test_user=USER_TESTS)
+    _check_regression_output(_pytest_run(project))
+    inner = project.mkdir("sub")
+    (inner / "test_sub.py").write_text(
+        "def test_gold(spanchor_gold, spanchor_config):\n"
+        "    assert len(spanchor_gold) == 57\n"
+        "    assert spanchor_config.config_file.name == 'spanchor.toml'\n",
+        encoding="utf-8",
+    )
+    os.chdir(inner)  # pytest started in a subdirectory: the parent's spanchor.toml is found
+    project.runpytest_inprocess("test_sub.py", plugins=[spanchor_core.testing]).assert_outcomes(
+        passed=1
+    )
 
 
 def test_the_config_option_names_another_toml_file_and_options_win(
@@ -433,7 +455,7 @@ def test_the_config_option_names_another_toml_file_and_options_win(
     project.makeini("[pytest]\nspanchor_gold = no-such-gold.jsonl\n")
     project.makepyfile(test_user=USER_TESTS)
     result = _pytest_run(
-        project, "--spanchor-config", "spanchor.toml", "--spanchor-gold", "gold.jsonl"
+        project, "--spanchor-config", "settings.toml", "--spanchor-gold", "gold.jsonl"
     )
     _check_regression_output(result)
 
@@ -458,8 +480,8 @@ def test_a_missing_setting_errors_the_test_with_the_keys_to_set(
         "\nspanchor: the spanchor_gold fixture needs the gold set (JSONL), and none is "
         "configured. Set the ini key `spanchor_gold = PATH` (in [pytest] or "
         "[tool.pytest.ini_options]), pass `--spanchor-gold PATH`, or set "
-        '`gold = "PATH"` in [tool.spanchor] of pyproject.toml (or the file named by '
-        "--spanchor-config).\n"
+        '`gold = "PATH"` in [tool.spanchor] of spanchor.toml or pyproject.toml (or the file '
+        "named by --spanchor-config).\n"
     ) in out
     assert "Traceback" not in result.stdout.str()
 
@@ -474,7 +496,7 @@ def test_a_broken_setting_errors_the_test_naming_the_file(project: pytest.Pytest
 
 
 def test_the_locator_is_built_once_per_session(project: pytest.Pytester) -> None:
-    project.makepyprojecttoml((project.path / "spanchor.toml").read_text(encoding="utf-8"))
+    project.makepyprojecttoml((project.path / "settings.toml").read_text(encoding="utf-8"))
     project.makeconftest(
         """
         import pytest

@@ -7,11 +7,13 @@ The library functions behind the authoring commands of the CLI, one module each:
   (``spanchor anchor add``)
 * :mod:`.removal` — :func:`remove_anchor` / :func:`remove_query`: take an anchor or a query
   out of a gold file (``spanchor anchor remove`` / ``spanchor query remove``)
+* :mod:`.replacement` — :func:`replace_anchor`: put other evidence in an anchor's place,
+  keeping the query (``spanchor anchor replace``)
 * :mod:`.corpus_check` (with :mod:`.hash_search`) — :func:`check_corpus` / :func:`fix_gold`:
   which anchors an edited corpus broke, where their text went, and the gold set with moved
   anchors rewritten (``spanchor check-corpus``)
-* the candidate workflow — :mod:`.candidates` (the model), :mod:`.proposing`
-  (:func:`propose_candidates`), :mod:`.candidates_file` (:func:`write_candidates`,
+* the candidate workflow — :mod:`.candidates` (the model, :func:`select_candidates`),
+  :mod:`.proposing` (:func:`propose_candidates`), :mod:`.candidates_file` (:func:`write_candidates`,
   :func:`read_candidates`), :mod:`.review` (:func:`review_candidate`) and :mod:`.promotion`
   (:func:`promote_candidates`): propose sentence-level evidence spans, record each review
   decision in the candidates file, and promote approved candidates with a question into the
@@ -24,7 +26,7 @@ Occurrences are numbered from 1.
 """
 
 from spanchor_core.authoring.anchoring import add_anchor
-from spanchor_core.authoring.candidates import Candidate, CandidateStatus
+from spanchor_core.authoring.candidates import Candidate, CandidateStatus, select_candidates
 from spanchor_core.authoring.candidates_file import (
     CANDIDATES_KIND,
     CANDIDATES_SCHEMA_VERSION,
@@ -44,6 +46,7 @@ from spanchor_core.authoring.occurrences import Occurrence, locate_text
 from spanchor_core.authoring.promotion import PromotionReport, promote_candidates
 from spanchor_core.authoring.proposing import propose_candidates
 from spanchor_core.authoring.removal import RemovedAnchor, remove_anchor, remove_query
+from spanchor_core.authoring.replacement import ReplacedAnchor, replace_anchor
 from spanchor_core.authoring.review import review_candidate
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "Occurrence",
     "PromotionReport",
     "RemovedAnchor",
+    "ReplacedAnchor",
     "add_anchor",
     "check_corpus",
     "fix_gold",
@@ -68,6 +72,8 @@ __all__ = [
     "read_candidates",
     "remove_anchor",
     "remove_query",
+    "replace_anchor",
     "review_candidate",
+    "select_candidates",
     "write_candidates",
 ]

@@ -1,6 +1,12 @@
 """The candidates file format (``kind: spanchor.candidates``): JSON Lines, a header line, then
 one candidate per line; reading it strictly (``path:line`` errors) and writing it atomically.
 
+A review decision is *appended* (:func:`append_revision`) as the candidate's whole new line
+with ``"revision": n``; reading keeps the candidate's place and takes its last revision, so a
+decision costs one read and one short append, not a rewrite of the whole file.
+:func:`write_candidates` writes each candidate once, without revisions (``gold review
+--output FILE`` writes the file with every decision folded in).
+
 Only this module knows the file's shape; the model is in
 :mod:`~spanchor_core.authoring.candidates`. Lone surrogates (``"\\ud800"``) and numbers
 out of range (``1e400``) anywhere in a line are refused on reading and on writing, so that a
@@ -11,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -29,6 +36,7 @@ __all__ = [
     "CANDIDATES_SCHEMA_VERSION",
     "CandidateLine",
     "CandidatesHeader",
+    "append_revision",
     "read_candidates",
     "read_candidates_file",
     "write_candidates",
@@ -65,6 +73,8 @@ class CandidateLine(BaseModel):
     question: str | None = None
     reason: str | None = None
     edited_from: list[int] | None = Field(default=None, min_length=2, max_length=2)
+    revision: int | None = Field(default=None, ge=1)
+    """Set on an appended review decision: it replaces the candidate's earlier line."""
 
 
 def _candidate_json(candidate: Candidate) -> dict[str, Any]:
@@ -131,7 +141,35 @@ def write_candidates(
     atomic_write(target, "\n".join(chunks) + "\n", error=GoldError, what="candidates file")
 
 
+def append_revision(candidate: Candidate, path: str | os.PathLike[str], revision: int) -> None:
+    """Append ``candidate`` as revision ``revision`` of its line (a review decision).
+
+    The line is written with one ``write`` of a file opened for appending and flushed to
+    disk, so an interrupted review loses at most this decision (reading then names the torn
+    last line, to delete). The file must already hold the candidate (see
+    :func:`read_candidates_file`).
+    """
+    target = Path(path)
+    line = {**_candidate_json(candidate), "revision": revision}
+    encoded = (_encode(line, target, f"candidate {candidate.candidate_id!r}") + "\n").encode()
+    try:
+        with target.open("rb+") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    encoded = b"\n" + encoded
+            handle.write(encoded)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as err:
+        raise GoldError(f"cannot append: {err.strerror or err}", path=target) from None
+
+
 # --------------------------------------------------------------------------- reading
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
@@ -147,7 +185,9 @@ def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
         raise GoldError(
             f"expected a JSON object, found {type(data).__name__}", path=path, line=line
         )
-    problem = unstorable(data)
+    # decoded UTF-8 holds no surrogate and loads_strict refuses non-finite numbers, so only a
+    # \\uD800-style escape can make a line unstorable: walk the values only then (2x faster)
+    problem = unstorable(data) if _SURROGATE_ESCAPE.search(text) else None
     if problem is not None:
         raise GoldError(
             problem,
@@ -158,8 +198,11 @@ def _parse_line(text: str, path: Path, line: int) -> dict[str, Any]:
     return data
 
 
-def _candidate(data: dict[str, Any], path: Path, line: int, ids: dict[str, int]) -> Candidate:
-    """One candidate line, its id not in ``ids`` (id -> line); GoldError ``path:line`` if bad."""
+def _candidate(
+    data: dict[str, Any], path: Path, line: int, ids: dict[str, int]
+) -> tuple[Candidate, int | None]:
+    """One candidate line and its revision; its id not in ``ids`` (id -> line) unless it is a
+    revision, and then in it; GoldError ``path:line`` if bad."""
     try:
         model = CandidateLine.model_validate(data)
     except ValidationError as err:
@@ -171,7 +214,15 @@ def _candidate(data: dict[str, Any], path: Path, line: int, ids: dict[str, int])
             line=line,
             hint="fix the line or propose the candidates again",
         ) from None
-    if model.candidate_id in ids:
+    if model.revision is not None and model.candidate_id not in ids:
+        raise GoldError(
+            f"revision {model.revision} of candidate {model.candidate_id!r}, which no earlier "
+            "line holds",
+            path=path,
+            line=line,
+            hint="edit candidates with `spanchor gold review`, not by hand",
+        )
+    if model.revision is None and model.candidate_id in ids:
         raise GoldError(
             f"candidate id {model.candidate_id!r} already used on line {ids[model.candidate_id]}",
             path=path,
@@ -185,7 +236,7 @@ def _candidate(data: dict[str, Any], path: Path, line: int, ids: dict[str, int])
             line=line,
             hint="edit candidates with `spanchor gold review`, not by hand",
         )
-    return Candidate(
+    candidate = Candidate(
         model.candidate_id,
         model.document_id,
         model.start,
@@ -198,10 +249,20 @@ def _candidate(data: dict[str, Any], path: Path, line: int, ids: dict[str, int])
         None if model.edited_from is None else (model.edited_from[0], model.edited_from[1]),
         line,
     )
+    return candidate, model.revision
 
 
 def read_candidates_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]:
     """The header and the candidates of a candidates file (see :func:`read_candidates`)."""
+    header, found, _ = read_candidates_revisions(path)
+    return header, found
+
+
+def read_candidates_revisions(
+    path: Path,
+) -> tuple[CandidatesHeader, list[Candidate], int]:
+    """The header, the candidates (each at its first line's place, as its last revision says)
+    and how many revision lines the file holds."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -214,6 +275,8 @@ def read_candidates_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]
     found: list[Candidate] = []
     ids: dict[str, int] = {}
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is dropped, as by every reader
+    place: dict[str, int] = {}
+    revisions = 0
     for number, line in enumerate(raw.split(b"\n"), start=1):
         try:
             text = line.decode("utf-8")
@@ -227,12 +290,17 @@ def read_candidates_file(path: Path) -> tuple[CandidatesHeader, list[Candidate]]
         if header is None:
             header = _candidates_header(data, path, number)
             continue
-        candidate = _candidate(data, path, number, ids)
-        ids[candidate.candidate_id] = number
-        found.append(candidate)
+        candidate, revision = _candidate(data, path, number, ids)
+        if revision is None:
+            ids[candidate.candidate_id] = number
+            place[candidate.candidate_id] = len(found)
+            found.append(candidate)
+        else:
+            revisions += 1
+            found[place[candidate.candidate_id]] = candidate
     if header is None:
         raise GoldError("empty candidates file", path=path, hint="run `spanchor gold extract`")
-    return header, found
+    return header, found, revisions
 
 
 def _candidates_header(data: dict[str, Any], path: Path, line: int) -> CandidatesHeader:

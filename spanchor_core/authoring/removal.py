@@ -18,7 +18,13 @@ from spanchor_core.corpus import canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet, read_gold, write_gold
 
-__all__ = ["RemovedAnchor", "remove_anchor", "remove_query"]
+__all__ = [
+    "RemovedAnchor",
+    "chosen_anchor",
+    "existing_query",
+    "remove_anchor",
+    "remove_query",
+]
 
 
 class RemovedAnchor(NamedTuple):
@@ -28,7 +34,8 @@ class RemovedAnchor(NamedTuple):
     anchor: Anchor
 
 
-def _existing(gold: GoldSet, query_id: str, path: Path) -> GoldQuery:
+def existing_query(gold: GoldSet, query_id: str, path: Path) -> GoldQuery:
+    """The query ``query_id`` of ``gold``; GoldError with the closest id when there is none."""
     found = gold.get(query_id)
     if found is not None:
         return found
@@ -46,7 +53,7 @@ def _listed(anchors: tuple[Anchor, ...]) -> str:
     )
 
 
-def _chosen(
+def chosen_anchor(
     query: GoldQuery, path: Path, index: int | None, text: str | None
 ) -> tuple[int, Anchor]:
     """The position (from 0) and the anchor that ``index`` (from 1) or ``text`` names."""
@@ -101,8 +108,8 @@ def remove_anchor(
     """
     path = Path(gold_path)
     gold = read_gold(path)
-    query = _existing(gold, query_id, path)
-    position, anchor = _chosen(query, path, index, text)
+    query = existing_query(gold, query_id, path)
+    position, anchor = chosen_anchor(query, path, index, text)
     if len(query.anchors) == 1:
         raise AnchorError(
             f"{anchor.document_id}[{anchor.start}:{anchor.end}] is the only anchor of "
@@ -123,6 +130,6 @@ def remove_query(gold_path: str | os.PathLike[str], query_id: str) -> GoldQuery:
     the query removed (its first line)."""
     path = Path(gold_path)
     gold = read_gold(path)
-    query = _existing(gold, query_id, path)
+    query = existing_query(gold, query_id, path)
     write_gold(rebuilt(gold, [e for e in gold.entries if e.query_id != query_id]), path)
     return query

@@ -1,5 +1,6 @@
 """Reviewing one candidate: approve, reject, ask a question, move its span; saved in the
-candidates file at once (:func:`review_candidate`, ``spanchor gold review``).
+candidates file at once (:func:`review_candidate`, ``spanchor gold review``) by appending the
+decision, so that reviewing thousands of candidates does not rewrite the file each time.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from spanchor_core.authoring.candidates import Candidate, CandidateStatus
-from spanchor_core.authoring.candidates_file import read_candidates_file, write_candidates
+from spanchor_core.authoring.candidates_file import (
+    append_revision,
+    read_candidates_revisions,
+    write_candidates,
+)
 from spanchor_core.authoring.storable import lone_surrogate
 from spanchor_core.corpus import Corpus, canonicalize, sha256_text
 from spanchor_core.errors import AnchorError, GoldError, InputError
@@ -108,8 +113,10 @@ def review_candidate(
     ``corpus`` (edited text then anchors at its occurrence nearest the proposal). An edit
     without ``approve`` puts the candidate back to pending, as in spanchor 0.x: the earlier
     approval was for other text. ``reason`` is kept as a note (why rejected); approving
-    without one clears an earlier reason. The file is rewritten in place, or to
-    ``output``. Returns the updated candidate.
+    without one clears an earlier reason. The decision is appended to the file as a
+    revision of the candidate's line (the file is read but not rewritten); with ``output``
+    the whole file, every decision folded in, is written there atomically instead.
+    Returns the updated candidate.
     """
     source = Path(path)
     target = Path(output) if output is not None else source
@@ -129,7 +136,7 @@ def review_candidate(
                 f"the {name} holds a lone surrogate {bad}, which UTF-8 cannot store",
                 hint="give it as plain text",
             )
-    header, candidates = read_candidates_file(source)
+    header, candidates, revisions = read_candidates_revisions(source)
     position = next((i for i, c in enumerate(candidates) if c.candidate_id == candidate_id), None)
     if position is None:
         raise GoldError(
@@ -172,6 +179,9 @@ def review_candidate(
         )
     elif reject:
         updated = replace(updated, status=CandidateStatus.REJECTED)
+    if output is None:
+        append_revision(updated, source, revisions + 1)
+        return updated
     candidates[position] = replace(updated, line=candidate.line)
     write_candidates(
         candidates,

@@ -26,6 +26,7 @@ from spanchor_core.cli.errors import (
     usage_error_exit_code,
     wants_debug,
 )
+from spanchor_core.cli.example import example_command
 from spanchor_core.cli.help import CONTEXT_SETTINGS, SpanchorGroup
 from spanchor_core.cli.importers import import_app
 from spanchor_core.cli.index import index_app
@@ -75,6 +76,7 @@ app.add_typer(authoring.gold_app, name="gold")
 app.add_typer(import_app, name="import")
 app.add_typer(chunks.chunks_app, name="chunks")
 app.add_typer(index_app, name="index")
+app.command("example")(example_command)
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

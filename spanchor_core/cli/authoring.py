@@ -1,5 +1,6 @@
-"""Commands for authoring gold sets: ``locate``, ``anchor add / remove``, ``query remove``,
-``check-corpus`` and ``gold extract / review / promote``."""
+"""Commands for authoring gold sets: ``locate``, ``anchor add / replace / remove``,
+``query remove``,
+``check-corpus`` and ``gold extract / list / review / promote``."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ from typing import Annotated
 import typer
 
 from spanchor_core.authoring import (
+    CandidateStatus,
     add_anchor,
     check_corpus,
     fix_gold,
     locate_text,
     promote_candidates,
     propose_candidates,
+    read_candidates,
     remove_anchor,
     remove_query,
+    replace_anchor,
     review_candidate,
+    select_candidates,
     write_candidates,
 )
 from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
@@ -26,7 +31,7 @@ from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs,
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
 from spanchor_core.outputs import OutputPlan
-from spanchor_core.render.text import escape_control
+from spanchor_core.render.text import escape_control, one_line
 
 __all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate", "query_app"]
 
@@ -175,6 +180,59 @@ def anchor_remove(
     )
 
 
+@anchor_app.command("replace")
+def anchor_replace(
+    query_id: Annotated[str, typer.Argument(help="The query whose anchor to replace.")],
+    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
+    new_text: Annotated[
+        str,
+        typer.Argument(metavar="NEW_TEXT", help="The new evidence, exactly as in the document."),
+    ],
+    gold: _GoldOption = Path("gold.jsonl"),
+    index: Annotated[
+        int | None,
+        typer.Option(
+            "--index", metavar="N", help="Replace the query's N-th anchor (from 1, file order)."
+        ),
+    ] = None,
+    old_text: Annotated[
+        str | None,
+        typer.Option("--text", metavar="TEXT", help="Replace the anchor whose text this is."),
+    ] = None,
+    occurrence: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Which occurrence of NEW_TEXT (from 1)."),
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", metavar="ID", help="Only look in this document id.")
+    ] = None,
+    glob: GlobOption = None,
+) -> None:
+    """Replace one anchor of a query with new evidence, keeping the question (atomically).
+
+    Name the old anchor with --index N or --text TEXT (not needed when the query has one).
+    Example: spanchor anchor replace q9 docs/ "two-year warranty on parts" --index 1
+    """
+    done = replace_anchor(
+        gold,
+        load_docs(docs, glob),
+        query_id,
+        text=new_text,
+        index=index,
+        old_text=old_text,
+        document_id=document,
+        occurrence=occurrence,
+    )
+    old, new = done.old, done.new
+    out_console().print(
+        escape_control(
+            f"{query_id}: anchor {old.document_id} [{old.start}, {old.end}) -> "
+            f"{new.document_id} [{new.start}, {new.end}) sha256 {new.hash} -> {gold}"
+        ),
+        markup=False,
+    )
+
+
 query_app = typer.Typer(help="Edit the queries of a gold set.", no_args_is_help=True)
 
 
@@ -293,18 +351,64 @@ def gold_extract(
 @gold_app.command("review")
 def gold_review(
     candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
-    candidate: Annotated[str, typer.Option("-c", "--candidate", help="Candidate id.")],
-    question: Annotated[str | None, typer.Option("-q", "--question")] = None,
-    approve: Annotated[bool, typer.Option("-a", "--approve")] = False,
-    reject: Annotated[bool, typer.Option("-r", "--reject")] = False,
-    reason: Annotated[str | None, typer.Option("--rejection-reason", "--reason")] = None,
-    edited_text: Annotated[str | None, typer.Option("--edited-text")] = None,
-    source_start: Annotated[int | None, typer.Option("-s", "--source-start")] = None,
-    source_end: Annotated[int | None, typer.Option("-e", "--source-end")] = None,
-    docs: Annotated[Path | None, typer.Option(help="Documents, for edits beyond the text.")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    candidate: Annotated[
+        str,
+        typer.Option(
+            "-c", "--candidate", metavar="ID", help="The candidate to decide on (see gold list)."
+        ),
+    ],
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "-q", "--question", metavar="TEXT", help="The question this evidence answers."
+        ),
+    ] = None,
+    approve: Annotated[
+        bool, typer.Option("-a", "--approve", help="Approve it (needs a question).")
+    ] = False,
+    reject: Annotated[bool, typer.Option("-r", "--reject", help="Reject it.")] = False,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--rejection-reason", "--reason", metavar="TEXT", help="Why (kept as a note)."
+        ),
+    ] = None,
+    edited_text: Annotated[
+        str | None,
+        typer.Option(
+            "--edited-text",
+            metavar="TEXT",
+            help="Narrow or move the evidence to this text (puts it back to pending unless "
+            "--approve).",
+        ),
+    ] = None,
+    source_start: Annotated[
+        int | None,
+        typer.Option(
+            "-s", "--source-start", metavar="N", help="New start offset (with --source-end)."
+        ),
+    ] = None,
+    source_end: Annotated[
+        int | None,
+        typer.Option(
+            "-e", "--source-end", metavar="N", help="New end offset (with --source-start)."
+        ),
+    ] = None,
+    docs: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Documents, for edits beyond the proposed text."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Write the whole reviewed file here instead of appending the decision.",
+        ),
+    ] = None,
 ) -> None:
-    """Approve, reject or edit one candidate; the decision is saved in the candidates file.
+    """Approve, reject or edit one candidate; the decision is appended to the candidates file.
 
     Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
     """
@@ -330,6 +434,80 @@ def gold_review(
         ),
         markup=False,
     )
+
+
+_STATUSES = ", ".join(status.value for status in CandidateStatus)
+
+
+@gold_app.command("list")
+def gold_list(
+    candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
+    status: Annotated[
+        str | None,
+        typer.Option(metavar="STATUS", help=f"Only candidates in this state: {_STATUSES}."),
+    ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search", metavar="TEXT", help="Only candidates whose text holds TEXT (any case)."
+        ),
+    ] = None,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "--question",
+            metavar="TEXT",
+            help='Only candidates whose question holds TEXT; "" for those without one.',
+        ),
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", metavar="ID", help="Only this document's candidates.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help="Show at most N (0: all); the count is of all.")
+    ] = 20,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the candidates as JSON lines.")
+    ] = False,
+) -> None:
+    """List or search the candidates of a candidates file, with their review state.
+
+    Example: spanchor gold list candidates.jsonl --status pending --search warranty
+    """
+    if status is not None and status not in {s.value for s in CandidateStatus}:
+        raise typer.BadParameter(f"--status must be one of {_STATUSES}")
+    if limit < 0:
+        raise typer.BadParameter("--limit must be 0 (all) or more")
+    chosen = select_candidates(
+        read_candidates(candidates),
+        status=None if status is None else CandidateStatus(status),
+        text=search,
+        question=question,
+        document_id=document,
+    )
+    shown = chosen if limit == 0 else chosen[:limit]
+    if as_json:
+        for cand in shown:
+            row = {
+                "candidate_id": cand.candidate_id,
+                "document_id": cand.document_id,
+                "start": cand.start,
+                "end": cand.end,
+                "status": cand.status.value,
+                "question": cand.question,
+                "text": cand.text,
+            }
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    console = out_console()
+    width = max(console.width, 40)
+    for cand in shown:
+        asked = f" q: {cand.question}" if cand.question else ""
+        head = f"{cand.candidate_id} [{cand.status.value}] [{cand.start}, {cand.end}){asked}"
+        console.print(escape_control(head), markup=False, soft_wrap=True)
+        console.print("    " + one_line(cand.text, width - 4), markup=False)
+    more = f", showing {len(shown)}" if len(shown) < len(chosen) else ""
+    err_console().print(f"{len(chosen)} candidate(s){more}", markup=False)
 
 
 @gold_app.command("promote")

@@ -32,6 +32,7 @@ __all__ = [
     "out_console",
     "parse_k",
     "progress_bars",
+    "writing_step",
 ]
 
 DEFAULT_K_TEXT = ",".join(map(str, DEFAULT_K))
@@ -101,11 +102,36 @@ def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | No
             tasks: dict[str, TaskID] = {}
 
             def update(phase: str, done: int, total: int) -> None:
+                # the locator builds its index before the first result is mapped: until one
+                # is, say so, rather than sit silent at 0/?
+                verb = (
+                    "scoring queries"
+                    if phase != "map"
+                    else "indexing the documents, then mapping results"
+                    if done == 0
+                    else "mapping results"
+                )
                 if phase not in tasks:
-                    verb = "mapping results" if phase == "map" else "scoring queries"
                     tasks[phase] = bars.add_task(f"{label}: {verb}", total=total or None)
-                bars.update(tasks[phase], completed=done, total=total or None)
+                bars.update(
+                    tasks[phase],
+                    completed=done,
+                    total=total or None,
+                    description=f"{label}: {verb}",
+                )
 
             return update
 
         yield for_side
+
+
+@contextmanager
+def writing_step(quiet: bool, what: str = "writing reports") -> Iterator[None]:
+    """A spinner on stderr saying ``what`` while the block runs (reports of a large comparison
+    take seconds); nothing unless stderr is a terminal."""
+    err = err_console()
+    if quiet or not err.is_terminal:
+        yield
+        return
+    with err.status(what):
+        yield

@@ -11,7 +11,8 @@ import typer
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
 from spanchor_core.errors import GoldError
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.gold import read_gold, validate_gold
+from spanchor_core.gold import validate_gold
+from spanchor_core.gold.validate import read_gold_checked
 from spanchor_core.render.text import escape_control
 
 __all__ = ["info", "validate"]
@@ -49,14 +50,17 @@ def validate(
     Example: spanchor validate docs/ gold.jsonl
     """
     corpus = load_docs(docs, glob)
-    gold_set = read_gold(gold)
-    if not gold_set.entries and not as_json:  # one line, as evaluate and gate say it
+    gold_set, malformed = read_gold_checked(gold)  # a bad line must not hide the others
+    if not gold_set.entries and not malformed and not as_json:  # one line, as evaluate says it
         raise GoldError(
             "the gold set has no queries",
             path=gold,
             hint="add queries (`spanchor anchor add`) or point to the right file",
         )
-    problems = validate_gold(gold_set, corpus)
+    problems = sorted(
+        [*malformed, *validate_gold(gold_set, corpus)],
+        key=lambda p: (p.line is None, p.line or 0),
+    )
     anchors = sum(len(query.anchors) for query in gold_set.entries)
     if as_json:
         typer.echo(
@@ -84,8 +88,9 @@ def validate(
         err = err_console()
         for problem in problems:
             where = f"{gold}:{problem.line}: " if problem.line is not None else f"{gold}: "
+            who = f"{problem.query_id}: " if problem.code != "malformed_line" else ""
             err.print(
-                escape_control(f"{where}{problem.query_id}: {problem.message} [{problem.code}]"),
+                escape_control(f"{where}{who}{problem.message} [{problem.code}]"),
                 markup=False,
             )
         for text, ids in gold_set.duplicate_questions().items():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from spanchor_core.cli.console import (
     out_console,
     parse_k,
     progress_bars,
+    writing_step,
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.compare.file import COMPARISON_KIND
@@ -189,6 +191,7 @@ def _print_comparison(
     diagnosis: RegressionDiagnosis | None = None,
     *,
     policy_given: bool = True,
+    questions: Mapping[str, str] | None = None,
 ) -> None:
     console = out_console()
     # A comparison without a policy gates by the default one: say which, before anything else.
@@ -199,7 +202,7 @@ def _print_comparison(
     for line in trust_lines(comparison):
         console.print(line)
     if not quiet:
-        for table in comparison_tables(comparison):
+        for table in comparison_tables(comparison, questions=questions, width=console.width):
             console.print(table)
     if diagnosis is not None and not quiet:
         for line in diagnosis_lines(diagnosis):
@@ -230,6 +233,13 @@ def _diagnosis(outcome: GateOutcome, redact: bool) -> RegressionDiagnosis | None
     )
 
 
+def _questions(outcome: GateOutcome) -> dict[str, str] | None:
+    """Each gold query's question, to show beside a regressed id (None without a gold set)."""
+    if outcome.gold is None:
+        return None
+    return {query.query_id: query.question for query in reversed(outcome.gold.entries)}
+
+
 def _write_outputs(
     outcome: GateOutcome,
     *,
@@ -239,30 +249,31 @@ def _write_outputs(
     html: Path | None,
     redact: bool,
 ) -> None:
-    if json_path is not None:
-        write_comparison(outcome.comparison, json_path)
-    if report is not None:
-        text = comparison_markdown(
-            outcome.comparison,
-            baseline=outcome.baseline,
-            candidate=outcome.candidate,
-            gold=outcome.gold,
-            corpus=outcome.corpus,
-            redact=redact,
-        )
-        write_report(text, report)
-    if junit is not None:
-        write_report(comparison_junit(outcome.comparison, redact=redact), junit)
-    if html is not None:
-        page = comparison_html(
-            outcome.comparison,
-            baseline=outcome.baseline,
-            candidate=outcome.candidate,
-            gold=outcome.gold,
-            corpus=outcome.corpus,
-            redact=redact,
-        )
-        write_html(page, html)
+    with writing_step(not any((json_path, report, junit, html))):
+        if json_path is not None:
+            write_comparison(outcome.comparison, json_path)
+        if report is not None:
+            text = comparison_markdown(
+                outcome.comparison,
+                baseline=outcome.baseline,
+                candidate=outcome.candidate,
+                gold=outcome.gold,
+                corpus=outcome.corpus,
+                redact=redact,
+            )
+            write_report(text, report)
+        if junit is not None:
+            write_report(comparison_junit(outcome.comparison, redact=redact), junit)
+        if html is not None:
+            page = comparison_html(
+                outcome.comparison,
+                baseline=outcome.baseline,
+                candidate=outcome.candidate,
+                gold=outcome.gold,
+                corpus=outcome.corpus,
+                redact=redact,
+            )
+            write_html(page, html)
     err = err_console()
     for path in (json_path, report, junit, html):
         if path is not None:
@@ -380,7 +391,11 @@ def compare_command(
     _print_warnings(outcome)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
     _print_comparison(
-        outcome.comparison, quiet, _diagnosis(outcome, redact), policy_given=chosen is not None
+        outcome.comparison,
+        quiet,
+        _diagnosis(outcome, redact),
+        policy_given=chosen is not None,
+        questions=None if redact else _questions(outcome),
     )
     raise typer.Exit(outcome.exit_code)
 
@@ -501,5 +516,6 @@ def gate(
         quiet,
         _diagnosis(outcome, config.redact),
         policy_given=config.policy is not None,
+        questions=None if config.redact else _questions(outcome),
     )
     raise typer.Exit(outcome.exit_code)

@@ -3,19 +3,29 @@
 Reading is strict about shape and lenient about meaning, so that :func:`validate_gold` can
 report every duplicate id, empty question, query without anchors and bad anchor (negative,
 inverted, empty, unknown document, out of bounds, hash mismatch) together.
+:func:`read_gold_checked` goes one step further for ``spanchor validate``: a line that cannot
+be read at all (not JSON, a missing field) becomes a ``malformed_line`` problem and the other
+lines are still read, so one bad line does not hide every other problem.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
+from spanchor_core._io import jsonl_lines, open_for_reading
 from spanchor_core.corpus import Corpus, sha256_text
-from spanchor_core.gold.model import Anchor, GoldQuery, GoldSet
+from spanchor_core.errors import GoldError
+from spanchor_core.gold.file import _parse_line, _read_header, _read_query, read_gold
+from spanchor_core.gold.legacy import read_legacy_query
+from spanchor_core.gold.model import GOLD_KIND, GOLD_SCHEMA_VERSION, Anchor, GoldQuery, GoldSet
 
-__all__ = ["PROBLEM_CODES", "GoldProblem", "preview", "validate_gold"]
+__all__ = ["PROBLEM_CODES", "GoldProblem", "preview", "read_gold_checked", "validate_gold"]
 
 PROBLEM_CODES: dict[str, str] = {
+    "malformed_line": "the line cannot be read (not JSON, or a field missing or mistyped)",
     "empty_gold_set": "the gold set has no queries, so nothing can be scored",
     "duplicate_query_id": "a query id used on an earlier line (the mapping keeps the first)",
     "empty_query_id": "the query id is empty",
@@ -43,9 +53,11 @@ class GoldProblem:
     """0-based index of the anchor in its query, when the problem is about one anchor."""
 
     def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
         if self.code == "empty_gold_set":  # about the set, not about a query
             return f"{self.message} [{self.code}]"
-        where = f"line {self.line}: " if self.line is not None else ""
+        if self.code == "malformed_line":  # no query id could be read
+            return f"{where}{self.message} [{self.code}]"
         return f"{where}{self.query_id!r}: {self.message} [{self.code}]"
 
 
@@ -142,3 +154,58 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
             GoldProblem(None, "", "empty_gold_set", "the gold set has no queries", None)
         )
     return problems
+
+
+def _malformed(err: GoldError) -> GoldProblem:
+    message = err.message if err.hint is None else f"{err.message}; {err.hint}"
+    return GoldProblem(err.line, "", "malformed_line", message)
+
+
+def read_gold_checked(path: str | os.PathLike[str]) -> tuple[GoldSet, list[GoldProblem]]:
+    """The gold set at ``path`` with its unreadable query lines left out, and one
+    ``malformed_line`` problem for each of them.
+
+    A file :func:`~spanchor_core.gold.read_gold` reads gives the same set and no problem. A
+    file whose first line (the header, or the first 0.x query line) cannot be read, or that
+    cannot be opened, still raises :class:`~spanchor_core.errors.GoldError`: nothing else
+    in it could be trusted. Pass the problems along with those of :func:`validate_gold`.
+    """
+    source = Path(path)
+    try:
+        return read_gold(source), []
+    except GoldError as err:
+        if err.line is None:
+            raise
+    problems: list[GoldProblem] = []
+    queries: list[GoldQuery] = []
+    with open_for_reading(source, error=GoldError, what="gold set file") as handle:
+        lines = jsonl_lines(handle, source, error=GoldError, hint="save the gold set as UTF-8")
+        first = next(lines)
+        data = _parse_line(first.text, source, first.number)
+        ours = "kind" in data
+        header = _read_header(data, source, first.number) if ours else None
+        if not ours:
+            queries.append(read_legacy_query(data, source, first.number))
+        try:
+            for item in lines:
+                try:
+                    parsed = _parse_line(item.text, source, item.number)
+                    if ours:
+                        queries.append(_read_query(parsed, source, item.number))
+                    else:
+                        queries.append(read_legacy_query(parsed, source, item.number))
+                except GoldError as err:
+                    problems.append(_malformed(err))
+        except GoldError as err:  # the reading layer itself stopped (a line past the limit)
+            problems.append(_malformed(err))
+    if header is None:
+        return GoldSet(queries, path=source, file_format="spanchor-0.x"), problems
+    gold = GoldSet(
+        queries,
+        path=source,
+        description=header.description,
+        corpus_fingerprint=header.corpus_fingerprint,
+        metadata=header.metadata,
+        file_format=f"{GOLD_KIND}/{GOLD_SCHEMA_VERSION}",
+    )
+    return gold, problems

@@ -28,6 +28,7 @@ from spanchor_core.render.text import (
     format_interval,
     format_number,
     format_percent,
+    in_sentence,
     markdown_escape,
     metric_grid,
     more_text,
@@ -35,6 +36,7 @@ from spanchor_core.render.text import (
     spanless_side,
 )
 from spanchor_core.render.wording import (
+    INTERVAL_AND_P_NOTE,
     MAPPING_COLUMNS,
     aggregate_headings,
     change_text,
@@ -101,14 +103,18 @@ def _where(span: DocSpan) -> str:
 
 
 def _excerpt(corpus: Corpus, span: DocSpan, limit: int) -> str:
-    """Escaped, whitespace-collapsed text of ``span``, cut at ``limit`` characters with a mark."""
-    shown = excerpt(corpus.text(span.document_id)[span.start : span.end], limit)
-    if not shown.cut:
-        return f"{_where(span)} “{markdown_escape(shown.text)}”"
-    return (
-        f"{_where(span)} “{markdown_escape(shown.text)}…” "
-        f"*(excerpt: {limit} of {shown.total} characters)*"
+    """The lost text of ``span`` in bold inside its sentence (escaped, whitespace folded),
+    cut at ``limit`` characters with a mark (:func:`~spanchor_core.render.text.in_sentence`)."""
+    text = corpus.text(span.document_id)
+    shown = excerpt(text[span.start : span.end], limit)
+    seen = in_sentence(text, span.start, span.end, limit=limit)
+    quoted = (
+        f"“{markdown_escape(seen.before)}**{markdown_escape(seen.piece)}**"
+        f"{markdown_escape(seen.after)}”"
     )
+    if not shown.cut:
+        return f"{_where(span)} {quoted}"
+    return f"{_where(span)} {quoted} *(excerpt: {limit} of {shown.total} characters)*"
 
 
 def _evidence_cell(
@@ -490,7 +496,7 @@ def comparison_markdown(
             [_aggregate_row(row) for row in comparison.aggregates],
             "llrrrrrrl",
         )
-        lines.append("")
+        lines += ["", markdown_escape(INTERVAL_AND_P_NOTE), ""]
 
     lines.append(
         f"<sub>spanchor {markdown_escape(__version__)} · "

@@ -5,9 +5,15 @@ Each function returns something to print (a :class:`rich.table.Table`, or text w
 markup where it says so); the CLI decides where it goes. Text from the inputs (query ids,
 metric names, finding messages) goes through :func:`~spanchor_core.render.text.escape_control`
 and then rich's markup escape, so it can neither inject escape sequences nor markup.
+
+Deltas are coloured by what they mean — red when the metric got worse, green when it got
+better, whichever way the metric points — with rich markup, which rich prints as plain text
+when the output is not a terminal or ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from rich.markup import escape
 from rich.table import Table
@@ -16,7 +22,7 @@ from spanchor_core.compare import ChangeStatus, Comparison
 from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
-from spanchor_core.policy import Policy
+from spanchor_core.policy import Direction, Policy
 from spanchor_core.render.text import escape_control, metric_grid
 from spanchor_core.render.wording import coverage_lines
 
@@ -26,6 +32,7 @@ __all__ = [
     "comparison_verdict",
     "coverage_line",
     "default_policy_line",
+    "delta_markup",
     "evaluation_table",
     "mapping_line",
     "noise_lines",
@@ -35,6 +42,16 @@ __all__ = [
 def _shown(text: str) -> str:
     """Input text safe inside rich markup on one terminal line."""
     return escape(escape_control(text))
+
+
+def delta_markup(delta: float, direction: Direction = "higher") -> str:
+    """``delta`` as ``+0.125`` in rich markup: red when worse, green when better, plain when 0
+    (``direction`` says which way is better)."""
+    text = f"{delta:+.3f}"
+    if text in ("+0.000", "-0.000"):
+        return text
+    better = delta > 0 if direction == "higher" else delta < 0
+    return f"[{'green' if better else 'red'}]{text}[/]"
 
 
 def default_policy_line(policy: Policy) -> str | None:
@@ -58,12 +75,10 @@ def default_policy_line(policy: Policy) -> str | None:
 
 def evaluation_table(evaluation: Evaluation) -> Table:
     """Aggregate means as a metric × K grid (:func:`~spanchor_core.render.text.metric_grid`),
-    scores only, plus the whole-list metrics in rows of their own."""
+    scores only, with a last column "all" for the metrics over the whole ranked list (MRR,
+    average precision), so that no whole-list value sits under a cutoff."""
     ks = evaluation.settings.k
     table = Table(title=f"{len(evaluation)} queries", title_justify="left")
-    table.add_column("metric")
-    for k in ks:
-        table.add_column(f"@{k}", justify="right")
     scores = {
         base
         for base, _ in map(metric_parts, evaluation.metric_names)
@@ -71,15 +86,18 @@ def evaluation_table(evaluation: Evaluation) -> Table:
     }
     grid = metric_grid(evaluation, scores)
     column = {k: index for index, k in enumerate(grid.columns)}
-    whole: list[tuple[str, float]] = []
+    whole = None in column and any(means[column[None]] is not None for _, means in grid.rows)
+    table.add_column("metric")
+    for k in ks:
+        table.add_column(f"@{k}", justify="right")
+    if whole:
+        table.add_column("all", justify="right")
     for base, means in grid.rows:
-        by_k = [means[column[k]] if k in column else None for k in ks]
-        if any(mean is not None for mean in by_k):
-            table.add_row(_shown(base), *("" if m is None else f"{m:.3f}" for m in by_k))
-        if None in column and (mean := means[column[None]]) is not None:
-            whole.append((base, mean))
-    for base, mean in whole:
-        table.add_row(f"{_shown(base)} (all ranks)", f"{mean:.3f}", *([""] * (len(ks) - 1)))
+        cells = [means[column[k]] if k in column else None for k in ks]
+        if whole:
+            cells.append(means[column[None]])
+        if any(mean is not None for mean in cells):
+            table.add_row(_shown(base), *("" if m is None else f"{m:.3f}" for m in cells))
     return table
 
 
@@ -111,8 +129,17 @@ def coverage_line(evaluation: Evaluation) -> str:
     return ", ".join(parts)
 
 
-def comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
-    """The regressions (worst first) and the aggregate deltas with their intervals."""
+def comparison_tables(
+    comparison: Comparison,
+    limit: int = 20,
+    questions: Mapping[str, str] | None = None,
+    width: int | None = None,
+) -> list[Table]:
+    """The regressions (worst first) and the aggregate deltas with their intervals.
+
+    With ``questions`` (query id -> question), each regressed query shows its question,
+    cut with "…" to what a terminal ``width`` characters wide leaves for it.
+    """
     tables: list[Table] = []
     regressions = sorted(
         (row for row in comparison.queries if row.status is ChangeStatus.REGRESSION),
@@ -120,18 +147,35 @@ def comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
     )
     if regressions:
         table = Table(title="regressions (worst first)", title_justify="left")
-        for column in ("query", "metric", "baseline", "candidate", "delta"):
-            table.add_column(column, justify="left" if column in ("query", "metric") else "right")
-        for row in regressions[:limit]:
-            for metric in row.regressed:
+        asked = questions is not None
+        shown = regressions[:limit]
+        # every column but the question keeps its width; the question is cut to what is left
+        ids = max(len(_shown(row.query_id)) + (8 if row.flaky else 0) for row in shown)
+        table.add_column("query", no_wrap=True, min_width=max(5, ids))
+        names = max(len(_shown(metric)) for row in shown for metric in row.regressed)
+        if asked:
+            # the other columns and the borders: 3 characters a column and one more
+            others = max(5, ids) + max(6, names) + len("baseline") + len("candidate") + 6
+            room = None if width is None else max(10, width - others - 3 * 6 - 1)
+            table.add_column("question", no_wrap=True, overflow="ellipsis", max_width=room)
+        table.add_column("metric", no_wrap=True, min_width=max(6, names))
+        for column in ("baseline", "candidate", "delta"):
+            table.add_column(column, justify="right", no_wrap=True, min_width=len(column))
+        for row in shown:
+            for number, metric in enumerate(row.regressed):
                 change = row.change(metric)
                 flaky = " (flaky)" if row.flaky else ""
+                first = number == 0
+                cells = [_shown(row.query_id) + flaky if first else ""]
+                if questions is not None:
+                    question = questions.get(row.query_id, "") if first else ""
+                    cells.append(_shown(" ".join(question.split())))
                 table.add_row(
-                    _shown(row.query_id) + flaky,
+                    *cells,
                     _shown(metric),
                     f"{change.baseline:.3f}",
                     f"{change.candidate:.3f}",
-                    f"{change.delta:+.3f}",
+                    f"[red]{change.delta:+.3f}[/]",  # a regressed metric got worse
                 )
         if len(regressions) > limit:
             table.caption = f"… and {len(regressions) - limit} more"
@@ -149,7 +193,7 @@ def comparison_tables(comparison: Comparison, limit: int = 20) -> list[Table]:
             _shown(agg.metric),
             "" if agg.baseline_mean is None else f"{agg.baseline_mean:.3f}",
             "" if agg.candidate_mean is None else f"{agg.candidate_mean:.3f}",
-            "" if agg.delta is None else f"{agg.delta:+.3f}",
+            "" if agg.delta is None else delta_markup(agg.delta, agg.direction),
             interval,
             "" if agg.p_value is None else f"{agg.p_value:.3g}",
         )

@@ -26,6 +26,7 @@ __all__ = [
     "DASH",
     "Escape",
     "Excerpt",
+    "InSentence",
     "MetricGrid",
     "RegressionEvidence",
     "capped_list",
@@ -41,6 +42,7 @@ __all__ = [
     "format_percent",
     "gold_spans_for",
     "html_escape",
+    "in_sentence",
     "lost_evidence",
     "markdown_escape",
     "metric_grid",
@@ -202,6 +204,64 @@ def excerpt(text: str, limit: int) -> Excerpt:
     flat = " ".join(text.split())
     shown = flat if len(flat) <= limit else flat[:limit].rstrip()
     return Excerpt(shown, len(flat))
+
+
+# A sentence ends at . ! ? (or their full-width forms) before whitespace, or at a blank line.
+_SENTENCE_END: Final = re.compile(r"[.!?\u3002\uff01\uff1f](?=\s)|\n[ \t]*\n")
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+class InSentence(NamedTuple):
+    """A piece of text shown inside its sentence (see :func:`in_sentence`); whitespace folded."""
+
+    before: str
+    """The sentence up to the piece, "…" first when cut at the context limit."""
+    piece: str
+    """The piece itself, its spaces at either end moved to ``before`` and ``after``."""
+    after: str
+    """The sentence after the piece, "…" last when cut at the context limit or the piece was."""
+
+
+def in_sentence(text: str, start: int, end: int, *, limit: int, context: int = 160) -> InSentence:
+    """``text[start:end]`` with the rest of the sentence around it, so that a piece of lost
+    evidence that begins mid-word is read where it stands.
+
+    The context reaches back to the end of the previous sentence and on to the end of this
+    one, at most ``context`` characters either side (cut at a space, marked "…"). The piece
+    is cut after ``limit`` characters like :func:`excerpt`, and then nothing follows it but
+    "…". The caller escapes each part and marks the piece (bold in Markdown).
+    """
+    reach = max(0, start - context)
+    left = text[reach:start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(left)]
+    if ends:
+        before = left[ends[-1] :].lstrip()
+    elif reach > 0:
+        space = left.find(" ")
+        before = "…" + (left[space + 1 :] if space != -1 else left)
+    else:
+        before = left.lstrip()
+    shown = excerpt(text[start:end], limit)
+    raw = text[start:end]
+    lead = " " if raw[:1].isspace() else ""
+    trail = " " if raw[-1:].isspace() else ""
+    if shown.cut:
+        return InSentence(_fold(before) + lead, shown.text, "…")
+    if _SENTENCE_END.match(raw.rstrip()[-1:] + " ") or not raw.strip():
+        return InSentence(_fold(before) + lead, shown.text, "")  # the piece ends its sentence
+    right = text[end : end + context]
+    found = _SENTENCE_END.search(right)
+    if found is not None:
+        after = right[: found.end()].rstrip() if found.group().strip() else right[: found.start()]
+    elif end + context < len(text):
+        space = right.rfind(" ")
+        after = (right[:space] if space != -1 else right) + "…"
+    else:
+        after = right.rstrip()
+    return InSentence(_fold(before) + lead, shown.text, trail + _fold(after).rstrip())
 
 
 def more_text(shown: int, total: int, what: str = "") -> str:

@@ -27,6 +27,7 @@ from spanchor_core.render.text import (
 )
 
 __all__ = [
+    "INTERVAL_AND_P_NOTE",
     "MAPPING_COLUMNS",
     "CoverageEntry",
     "aggregate_headings",
@@ -266,6 +267,17 @@ def mapping_cells(stats: MappingStats) -> list[str]:
         *(str(counts.get(status, 0)) for status in ("fuzzy", "ambiguous")),
         str(stats.hint_rejected),
     ]
+
+
+INTERVAL_AND_P_NOTE: Final = (
+    "The interval and p answer different questions and can disagree on discrete metrics such "
+    "as hit@k: when only a few queries change, by whole steps, the bootstrap interval "
+    "(queries resampled, percentile bounds) comes out narrow and may exclude 0 while the "
+    "sign-flip test, which asks how often random signs on those few changes give a mean as "
+    "far from 0, still finds p above 0.05; with few changed queries, trust p more."
+)
+"""The one sentence every report shows under its aggregates, on why the bootstrap interval
+and the sign-flip p-value of :func:`~spanchor_core.compare.paired_statistics` can disagree."""
 
 
 def aggregate_headings(comparison: Comparison) -> list[str]:

@@ -26,7 +26,9 @@ the ``[tool.spanchor]`` table that ``spanchor gate`` reads — first found wins,
 * ``spanchor_policy``: ``--spanchor-policy`` / ``spanchor_policy`` / ``policy``.
 
 ``--spanchor-config`` / ``spanchor_config`` names the TOML file holding ``[tool.spanchor]``
-(default: ``pyproject.toml`` in the rootdir); ``k``, ``min_overlap``, ``globs``,
+(default: found as ``spanchor gate`` finds it — a ``spanchor.toml``, else a ``pyproject.toml``
+with that table, in the directory pytest was started in or its parents); ``k``,
+``min_overlap``, ``globs``,
 ``max_unmapped_rate``, ``seed`` and ``allow_mismatch`` are read from that table only. Ini and
 ``[tool.spanchor]`` paths are relative to the file that holds them, option paths to the
 directory pytest was started in.

@@ -2,7 +2,9 @@
 and the ``[tool.spanchor]`` table, first found wins.
 
 The table is read by :mod:`spanchor_core.settings`, the reader ``spanchor gate`` uses too, so
-a key means the same thing to both.
+a key means the same thing to both; and it is found the way the gate finds it
+(:func:`~spanchor_core.settings.find_settings_file`: a ``spanchor.toml``, else a
+``pyproject.toml`` with the table, in the directory pytest was started in, then its parents).
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from spanchor_core.corpus import DEFAULT_GLOBS
 from spanchor_core.errors import EvaluationFileError, InputError
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.policy import Policy, load_policy
-from spanchor_core.settings import SpanchorSettings, read_settings, settings_table
+from spanchor_core.settings import (
+    SpanchorSettings,
+    find_settings_file,
+    read_settings,
+    settings_table,
+)
 
 __all__ = ["CONFIG", "SETTINGS", "Setting", "SpanchorConfig", "given", "read_config"]
 
@@ -92,13 +99,8 @@ def read_config(config: pytest.Config) -> SpanchorConfig:
             path=explicit,
             hint=f"fix {CONFIG.option} / the {CONFIG.ini} ini key",
         )
-    if explicit is not None:
-        file = explicit
-    elif config.inipath is not None and config.inipath.name == "pyproject.toml":
-        file = config.inipath
-    else:
-        file = config.rootpath / "pyproject.toml"
-    found = _table_settings(file) if file.is_file() else None
+    file = explicit if explicit is not None else find_settings_file(config.invocation_params.dir)
+    found = _table_settings(file) if file is not None and file.is_file() else None
     if found is None and explicit is not None:
         raise EvaluationFileError("has no [tool.spanchor] table", path=file)
     gate, keys = found if found is not None else (None, frozenset[str]())

@@ -89,7 +89,8 @@ def _required(config: SpanchorConfig, name: str, needed_by: str) -> Path:
     where = (
         f"[tool.spanchor] of {config.config_file}"
         if config.config_file is not None
-        else "[tool.spanchor] of pyproject.toml (or the file named by --spanchor-config)"
+        else "[tool.spanchor] of spanchor.toml or pyproject.toml (or the file named by "
+        "--spanchor-config)"
     )
     _usage_error(
         f"{needed_by} needs {setting.what}, and none is configured. Set the ini key "

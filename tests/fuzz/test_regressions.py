@@ -81,13 +81,13 @@ CASES: list[object] = [
         id="lone surrogate in a gold question: anchor add",
     ),
     pytest.param(
-        lambda: _gold_with_question('"\\ud800 How much?"'), ["validate", "docs", "gold.jsonl"],
-        "gold.jsonl",
-        id="lone surrogate in a gold question: validate",
+        lambda: _gold_with_question('"\\ud800 How much?"'),
+        ["query", "remove", "q01", "--gold", "gold.jsonl"], "gold.jsonl",
+        id="lone surrogate in a gold question: query remove",
     ),
     pytest.param(
-        lambda: _gold_0x_line_with("schema_version", []), ["validate", "docs", "gold-0x.jsonl"],
-        "gold-0x.jsonl:2",
+        lambda: _gold_0x_line_with("schema_version", []),
+        ["query", "remove", "q01", "--gold", "gold-0x.jsonl"], "gold-0x.jsonl:2",
         id="0.x gold line with schema_version []",
     ),
     pytest.param(
@@ -168,3 +168,32 @@ def test_issue_12_site(
     assert lines[0].startswith("spanchor: error: "), lines[0]
     assert fragment in lines[0], lines[0]
     assert {p: p.read_bytes() for p in before} == before  # nothing was written over an input
+
+
+VALIDATE_CASES: list[object] = [
+    pytest.param(
+        lambda: _gold_with_question('"\\ud800 How much?"'), "gold.jsonl",
+        id="lone surrogate in a gold question",
+    ),
+    pytest.param(
+        lambda: _gold_0x_line_with("schema_version", []), "gold-0x.jsonl",
+        id="0.x gold line with schema_version []",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("breaker", "gold"), VALIDATE_CASES)
+def test_validate_lists_an_unreadable_line_as_a_problem_and_goes_on(
+    tmp_path: Path, breaker: Callable[[], dict[str, bytes]], gold: str
+) -> None:
+    root = build(tmp_path / "project", breaker())
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    outcome = run_cli(["validate", "docs", gold], root)
+    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+    assert outcome.code == 2, outcome
+    assert "Traceback" not in outcome.stderr
+    assert "internal error" not in outcome.stderr, outcome.stderr
+    assert lines[0].startswith(f"{gold}:2: "), lines[0]
+    assert lines[0].endswith("[malformed_line]"), lines[0]
+    assert lines[-1].endswith(f"problem(s) in {gold}"), lines[-1]
+    assert {p: p.read_bytes() for p in before} == before

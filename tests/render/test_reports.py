@@ -311,7 +311,7 @@ def test_failing_markdown_leads_with_the_verdict_and_shows_lost_evidence(
     [q2_row] = [line for line in text.split("\n") if line.startswith("| 1 | q2 |")]
     assert "Why is grass green?" in q2_row
     assert "recall@5 1.000 → 0.000 (-1.000)" in q2_row
-    assert f"beta[0:{len(GRASS)}] “{GRASS}”" in q2_row
+    assert f"beta[0:{len(GRASS)}] “**{GRASS}**”" in q2_row  # the lost part marked
     assert "lost 34 gold characters in the top 5" in q2_row
     # evidence is shown for the regressed query only
     assert GRASS in text
@@ -406,7 +406,7 @@ def test_long_lost_evidence_is_cut_and_marked() -> None:
         comparison, baseline=before, candidate=after, corpus=corpus, excerpt_chars=40
     )
     assert long not in text
-    assert "“word000 word001 word002 word003 word004…”" in text
+    assert "“**word000 word001 word002 word003 word004**…”" in text
     assert f"*(excerpt: 40 of {len(long)} characters)*" in text
 
 

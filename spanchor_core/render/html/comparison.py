@@ -53,6 +53,7 @@ from spanchor_core.render.text import (
     more_text,
 )
 from spanchor_core.render.wording import (
+    INTERVAL_AND_P_NOTE,
     aggregate_headings,
     change_text,
     gate_text,
@@ -349,7 +350,7 @@ def _aggregates_section(comparison: Comparison) -> str:
     caption = (
         '<p class="caption">Means over the compared queries. The interval is a paired '
         "bootstrap interval of the mean change; p is a paired sign-flip test (two-sided). "
-        "The grey line in each picture is zero.</p>"
+        f"The grey line in each picture is zero. {html_escape(INTERVAL_AND_P_NOTE)}</p>"
     )
     return section("aggregates", "Aggregates", caption, grid)
 
