@@ -122,9 +122,10 @@ def test_the_order_of_the_baselines_does_not_change_the_bytes(tmp_path: Path) ->
     assert [row["query_id"] for row in noise["flaky_queries"]] == ["q1", "q2"]
 
 
-def test_one_baseline_writes_no_noise_block(tmp_path: Path) -> None:
+def test_one_baseline_writes_a_null_noise_block(tmp_path: Path) -> None:
     write_comparison(compare(B1, B2, POLICY), tmp_path / "c.json")
-    assert "noise" not in json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    data = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    assert data["noise"] is None  # schema 2 writes every block, null when it does not apply
 
 
 def test_baselines_of_another_gold_set_are_bad_input_naming_the_file() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -23,10 +24,10 @@ from spanchor_core.cli.console import (
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.compare.file import COMPARISON_KIND
 from spanchor_core.corpus import DEFAULT_GLOBS
-from spanchor_core.diagnosis import RegressionDiagnosis, diagnose_regressions
+from spanchor_core.diagnosis import RegressionDiagnosis, redact_diagnosis
 from spanchor_core.distributed import ray_engine
 from spanchor_core.evaluate import write_evaluation
-from spanchor_core.evaluate.file import redact_evaluation
+from spanchor_core.evaluate.file import REDACTED
 from spanchor_core.evaluate.model import EVALUATION_KIND
 from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
 from spanchor_core.outputs import OutputPlan
@@ -222,15 +223,16 @@ def _print_warnings(outcome: GateOutcome) -> None:
             err.print(f"warning: {side}: {escape_control(warning)}", markup=False)
 
 
-def _diagnosis(outcome: GateOutcome, redact: bool) -> RegressionDiagnosis | None:
-    """The diagnosis to print: with ``--redact``, made from evaluations without error texts."""
+def _redacted(outcome: GateOutcome, redact: bool) -> GateOutcome:
+    """With ``--redact``, the outcome whose diagnosis quotes no retriever error text, so that
+    neither the terminal nor the comparison JSON and reports carry one."""
     if not redact or outcome.diagnosis is None:
-        return outcome.diagnosis
-    return diagnose_regressions(
-        outcome.comparison,
-        redact_evaluation(outcome.baseline),
-        redact_evaluation(outcome.candidate),
-    )
+        return outcome
+    diagnosis = redact_diagnosis(outcome.diagnosis, REDACTED)
+    comparison = outcome.comparison
+    if comparison.diagnosis is not None:
+        comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
+    return dataclasses.replace(outcome, comparison=comparison, diagnosis=diagnosis)
 
 
 def _questions(outcome: GateOutcome) -> dict[str, str] | None:
@@ -387,13 +389,13 @@ def compare_command(
     )
     _plan(config, policy, output, report, junit, html).check()
     with progress_bars(quiet) as progress:
-        outcome = run_gate(config, policy=chosen, progress=progress)
+        outcome = _redacted(run_gate(config, policy=chosen, progress=progress), redact)
     _print_warnings(outcome)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
     _print_comparison(
         outcome.comparison,
         quiet,
-        _diagnosis(outcome, redact),
+        outcome.diagnosis,
         policy_given=chosen is not None,
         questions=None if redact else _questions(outcome),
     )
@@ -502,6 +504,7 @@ def gate(
             else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
         )
         outcome = run_gate(config, policy_base=config_file, progress=progress, engine=engine)
+        outcome = _redacted(outcome, config.redact)
     _print_warnings(outcome)
     _write_outputs(
         outcome,
@@ -514,7 +517,7 @@ def gate(
     _print_comparison(
         outcome.comparison,
         quiet,
-        _diagnosis(outcome, config.redact),
+        outcome.diagnosis,
         policy_given=config.policy is not None,
         questions=None if config.redact else _questions(outcome),
     )

@@ -472,8 +472,6 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
     """
     target = Path(path)
     data = _to_file(comparison, with_queries=False).model_dump(mode="json")
-    if data["noise"] is None:  # one baseline: the file is what it always was
-        del data["noise"]
     head = json.dumps(
         data,
         indent=2,

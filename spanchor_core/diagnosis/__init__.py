@@ -65,7 +65,7 @@ from spanchor_core.diagnosis.inventory_file import (
     write_chunks,
 )
 from spanchor_core.diagnosis.lost import gold_pieces, lost_evidence
-from spanchor_core.diagnosis.model import cause_from_json, diagnosis_from_json
+from spanchor_core.diagnosis.model import cause_from_json, diagnosis_from_json, redact_diagnosis
 from spanchor_core.diagnosis.oracle import (
     MetricSplit,
     OracleRecall,
@@ -134,6 +134,7 @@ __all__ = [
     "oracle_recalls",
     "primary_cause",
     "read_chunks",
+    "redact_diagnosis",
     "regression_causes",
     "split_change",
     "summarise",

@@ -8,6 +8,7 @@ so that the comparison file can read a diagnosis back without importing the comp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "RegressionDiagnosis",
     "cause_from_json",
     "diagnosis_from_json",
+    "redact_diagnosis",
 ]
 
 
@@ -166,3 +168,23 @@ def diagnosis_from_json(data: Mapping[str, Any]) -> RegressionDiagnosis:
         data.get("note"),
         tuple(_split_from_json(split) for split in data.get("splits", ())),
     )
+
+
+def redact_diagnosis(diagnosis: RegressionDiagnosis, marker: str) -> RegressionDiagnosis:
+    """The same diagnosis with every retriever error text replaced by ``marker``.
+
+    ``--redact`` promises that no question, evidence or error text reaches an output; a
+    ``missing`` cause quotes the candidate's error, and nothing else in a diagnosis is text
+    taken from the user's data (pieces are offsets, counts and ranks).
+    """
+
+    def clean(cause: Cause) -> Cause:
+        if isinstance(cause, MissingCause) and cause.error is not None:
+            return dataclasses.replace(cause, error=marker)
+        return cause
+
+    queries = {
+        query_id: dataclasses.replace(query, causes=tuple(clean(c) for c in query.causes))
+        for query_id, query in diagnosis.queries.items()
+    }
+    return dataclasses.replace(diagnosis, queries=queries)

@@ -1,7 +1,7 @@
 """The persistent corpus index: the locator's indexes as memory-mapped ``.npy`` files.
 
 A corpus is indexed once per key — (corpus fingerprint, library version, ``kgram``,
-``window``, store format) — and every later run, ``--jobs`` worker or Ray worker maps the same
+``window``, store format) — and every later run, worker process or Ray worker maps the same
 files with ``numpy.load(mmap_mode="r")``: the pages are shared between processes and read on
 demand, so a second evaluation of an unchanged corpus builds nothing. A changed document
 changes the fingerprint and so the key: stale entries are never read, only left for

@@ -36,6 +36,7 @@ from spanchor_core.render.text import (
     spanless_side,
 )
 from spanchor_core.render.wording import (
+    FLAKY_BAND_NOTE,
     INTERVAL_AND_P_NOTE,
     MAPPING_COLUMNS,
     aggregate_headings,
@@ -345,22 +346,15 @@ def _flaky_lines(comparison: Comparison, limit: int) -> list[str]:
     lines = [f"### Flaky queries ({len(noise.flaky)}, across {noise.baselines} baselines)", ""]
     if not noise.flaky:
         return [*lines, "Every compared query scored the same in every baseline.", ""]
-    lines += [
-        "A candidate value inside a query's band (baseline min..max) is not a regression; "
-        "outside it, the change is measured from the nearest edge.",
-        "",
-    ]
+    band = "{} {}..{}".format
     rows = [
         [
             markdown_escape(row.query_id),
-            ", ".join(
-                f"{markdown_escape(name)} {format_number(lo)}..{format_number(hi)}"
-                for name, lo, hi in row.bands
-            ),
+            ", ".join(band(markdown_escape(n), *map(format_number, b)) for n, *b in row.bands),
         ]
         for row in noise.flaky[:limit]
     ]
-    lines += _table(["Query", "Band"], rows)
+    lines += [FLAKY_BAND_NOTE, "", *_table(["Query", "Band"], rows)]
     if len(noise.flaky) > limit:
         lines += ["", more_text(limit, len(noise.flaky), "flaky queries")]
     return [*lines, ""]

@@ -27,6 +27,7 @@ from spanchor_core.render.text import (
 )
 
 __all__ = [
+    "FLAKY_BAND_NOTE",
     "INTERVAL_AND_P_NOTE",
     "MAPPING_COLUMNS",
     "CoverageEntry",
@@ -268,6 +269,12 @@ def mapping_cells(stats: MappingStats) -> list[str]:
         str(stats.hint_rejected),
     ]
 
+
+FLAKY_BAND_NOTE = (
+    "A candidate value inside a query's band (baseline min..max) is not a regression; "
+    "outside it, the change is measured from the nearest edge."
+)
+"""Why a flaky query's band matters, in the reports that list flaky queries."""
 
 INTERVAL_AND_P_NOTE: Final = (
     "The interval and p answer different questions and can disagree on discrete metrics such "
