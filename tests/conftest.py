@@ -11,3 +11,15 @@ from hypothesis import settings
 settings.register_profile("spanchor", deadline=None, print_blob=True)
 settings.register_profile("spanchor-ci", deadline=None, print_blob=True, derandomize=True)
 settings.load_profile("spanchor-ci" if os.environ.get("CI") else "spanchor")
+
+# The persistent index cache (spanchor_core.index_store) goes to a folder of this test session,
+# never to the user's ~/.cache: tests must not leave files behind or reuse a developer's cache.
+# Subprocesses (CLI tests, Ray workers) inherit the variable. Tests of the cache set their own.
+if "SPANCHOR_INDEX_CACHE" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _cache = tempfile.mkdtemp(prefix="spanchor-test-index-")
+    os.environ["SPANCHOR_INDEX_CACHE"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
