@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from spanchor_core.cli import main
+from spanchor_core.diagnosis import INVENTORY_TAG
 from spanchor_core.policy import load_policy
-from spanchor_core.runs import read_run, write_run
+from spanchor_core.runs import Run, read_run, write_run
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 DOCS, GOLD = QUICKSTART / "docs", QUICKSTART / "gold.jsonl"
@@ -33,8 +34,15 @@ def _evidence() -> dict[str, list[str]]:
     return {row["id"]: row["evidence"] for row in rows}
 
 
+def _elsewhere(run: Run) -> Run:
+    """``run`` to be written outside the quickstart: without the header's pointer to its chunk
+    inventory (``../chunks/...``, relative to the run), which would point to nowhere there."""
+    tags = {k: v for k, v in run.header.tags.items() if k != INVENTORY_TAG}
+    return dataclasses.replace(run, header=run.header.model_copy(update={"tags": tags}))
+
+
 def _second_baseline(target: Path, queries: tuple[str, ...] = TIED) -> Path:
-    run = read_run(BASE)
+    run = _elsewhere(read_run(BASE))
     evidence = _evidence()
     filler = next(r for r in run.records if r.query_id == "q57").results[0]
     records = []

@@ -67,6 +67,13 @@ def test_make_example_regenerates_the_committed_files(tmp_path: Path) -> None:
     for name in ("baseline", "candidate", "candidate-overlap"):
         fresh = _without_volatile(tmp_path / "runs" / f"{name}.jsonl")
         assert fresh == _without_volatile(QUICKSTART / "runs" / f"{name}.jsonl"), name
+    # The chunk inventories the run headers point to (tag spanchor.chunks) come with them.
+    for name in ("paragraphs", "windows-200", "windows-400-overlap-200"):
+        fresh = _without_volatile(tmp_path / "chunks" / f"{name}.jsonl")
+        assert fresh == _without_volatile(QUICKSTART / "chunks" / f"{name}.jsonl"), name
+    assert sorted(path.name for path in (tmp_path / "chunks").iterdir()) == sorted(
+        path.name for path in (QUICKSTART / "chunks").glob("*.jsonl")
+    )
 
 
 def test_quickstart_corpus_exercises_canonicalisation() -> None:

@@ -20,7 +20,12 @@ BASE, CAND = QUICKSTART / "runs" / "baseline.jsonl", QUICKSTART / "runs" / "cand
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    """A quickstart run's lines, to be damaged and written elsewhere. The header's pointer to
+    the chunk inventory (``../chunks/...``, relative to the run) is dropped: the copies have no
+    ``chunks/`` beside them, and a pointer to nowhere is bad input of its own."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines[0]["tags"].pop("spanchor.chunks", None)
+    return lines
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

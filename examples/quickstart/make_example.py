@@ -1,4 +1,4 @@
-"""Regenerate the quickstart example: the gold set and three BM25 runs over three chunkings.
+"""Regenerate the quickstart example: the gold set, three BM25 runs and their chunk inventories.
 
 The story: the support assistant of a small appliance maker answers from ten documents (manuals,
 an FAQ, policies, release notes, a French quick guide). Its retriever is BM25 (``bm25s``) over
@@ -14,8 +14,13 @@ their evidence, and that the fix lost none.
 ``questions.json`` is the hand-written source of the gold set: each question names the
 document and the exact evidence text, which is anchored with ``anchor_from_text``.
 
+Each index also gets its chunk inventory (``chunks/<chunking>.jsonl``: every chunk, in index
+order), and its run's header points to it (tag ``spanchor.chunks``, a path relative to the run
+file). With both inventories the gate splits each recall@K change into what the chunking cost
+(oracle recall before → after) and what the ranking cost.
+
 Run from anywhere:  python examples/quickstart/make_example.py [OUT_DIR]
-Output is deterministic: same documents, same files (timestamps aside).
+Output is deterministic: same documents, same files (each header's ``created_at`` aside).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import bm25s
 
 from spanchor_core import load_corpus
 from spanchor_core.corpus import Corpus
+from spanchor_core.diagnosis import INVENTORY_TAG, Chunk, write_chunks
 from spanchor_core.gold import GoldQuery, GoldSet, anchor_from_text, write_gold
 from spanchor_core.runs import RetrievedResult, RunRecorder
 
@@ -77,13 +83,62 @@ def build_gold(corpus: Corpus) -> GoldSet:
     )
 
 
+def chunkings(corpus: Corpus) -> dict[str, tuple[str, str, list[tuple[str, str]]]]:
+    """``{chunking: (run name, description, [(document_id, text)])}`` for the three indexes."""
+    return {
+        "paragraphs": (
+            "baseline",
+            "one chunk per paragraph, heading included (runs/baseline.jsonl)",
+            paragraph_chunks(corpus),
+        ),
+        "windows-200": (
+            "candidate",
+            "200-character windows, no overlap (runs/candidate.jsonl)",
+            window_chunks(corpus, 200),
+        ),
+        "windows-400-overlap-200": (
+            "candidate-overlap",
+            "400-character windows overlapping by 200 (runs/candidate-overlap.jsonl)",
+            window_chunks(corpus, 400, overlap=200),
+        ),
+    }
+
+
+def write_inventory(
+    path: Path, name: str, description: str, chunks: list[tuple[str, str]], corpus: Corpus
+) -> None:
+    """Write the chunk inventory of an index: every chunk in index order, id ``name/NNN``.
+
+    Each chunk keeps its text and source document; offsets are left to the locator, as they
+    would be for an index that does not store them.
+    """
+    write_chunks(
+        [
+            Chunk(text, document_id, chunk_id=f"{name}/{number:03d}")
+            for number, (document_id, text) in enumerate(chunks)
+        ],
+        path,
+        description=description,
+        parameters={"chunker": name, "chunks": len(chunks)},
+        corpus_fingerprint=corpus.fingerprint,
+    )
+
+
 def record_run(
-    path: Path, name: str, chunks: list[tuple[str, str]], gold: GoldSet, corpus: Corpus
+    path: Path,
+    name: str,
+    chunks: list[tuple[str, str]],
+    gold: GoldSet,
+    corpus: Corpus,
+    *,
+    inventory: str | None = None,
 ) -> None:
     """Index ``chunks`` with BM25, ask every gold question, record the top ``TOP_K`` texts.
 
     Only the chunk text is recorded (plus its source document as metadata): spanchor maps it
     back onto the documents, which is what a real application's log would let it do.
+    ``inventory`` (a path relative to the run file's folder) goes in the header's
+    ``spanchor.chunks`` tag.
     """
     retriever = bm25s.BM25()
     retriever.index(
@@ -99,6 +154,7 @@ def record_run(
         parameters={"chunker": name, "k": TOP_K, "chunks": len(chunks)},
         corpus_fingerprint=corpus.fingerprint,
         gold_sha256=gold.sha256,
+        tags={INVENTORY_TAG: inventory} if inventory is not None else None,
         strict=True,
     ) as recorder:
         for row, query in enumerate(gold.values()):
@@ -115,22 +171,24 @@ def record_run(
 
 
 def main(out: Path = HERE) -> None:
-    """Write ``gold.jsonl`` and the three runs under ``out/runs``."""
+    """Write ``gold.jsonl``, the three runs under ``out/runs`` and their inventories under
+    ``out/chunks``."""
     corpus = load_corpus(HERE / "docs")
     gold = build_gold(corpus)
     write_gold(gold, out / "gold.jsonl")
-    runs = out / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    record_run(runs / "baseline.jsonl", "paragraphs", paragraph_chunks(corpus), gold, corpus)
-    record_run(runs / "candidate.jsonl", "windows-200", window_chunks(corpus, 200), gold, corpus)
-    record_run(
-        runs / "candidate-overlap.jsonl",
-        "windows-400-overlap-200",
-        window_chunks(corpus, 400, overlap=200),
-        gold,
-        corpus,
-    )
-    print(f"wrote {len(gold)} queries and three runs under {out}")
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "chunks").mkdir(parents=True, exist_ok=True)
+    for name, (run, description, chunks) in chunkings(corpus).items():
+        write_inventory(out / "chunks" / f"{name}.jsonl", name, description, chunks, corpus)
+        record_run(
+            out / "runs" / f"{run}.jsonl",
+            name,
+            chunks,
+            gold,
+            corpus,
+            inventory=f"../chunks/{name}.jsonl",
+        )
+    print(f"wrote {len(gold)} queries, three runs and their chunk inventories under {out}")
 
 
 if __name__ == "__main__":

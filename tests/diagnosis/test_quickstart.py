@@ -3,23 +3,26 @@ the chunking / ranking split of its recall@5 change (figures quoted in the repor
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import math
 import re
+from itertools import combinations
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from spanchor_core import compare, load_corpus, load_policy, read_gold
+from spanchor_core.cli import main as cli_main
 from spanchor_core.corpus import Corpus
 from spanchor_core.diagnosis import (
+    INVENTORY_TAG,
     ChunkInventory,
     DroppedCause,
     SplitCause,
     chunk_report,
     chunking_split,
     diagnose_regressions,
+    inventory_path,
     load_inventory,
     with_diagnosis,
 )
@@ -148,32 +151,109 @@ def test_chunk_reports_compare_the_three_chunkers(
     assert all(not report.unservable for report in reports.values())
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_chunks", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def test_each_run_header_points_to_its_index_inventory(
+    evaluations: dict[str, Evaluation],
+) -> None:
+    for run, name in CHUNKINGS.items():
+        header = evaluations[run].settings.run_header
+        assert header is not None
+        assert header["tags"] == {INVENTORY_TAG: f"../chunks/{name}.jsonl"}
+        found = inventory_path(header, QUICKSTART / "runs" / f"{run}.jsonl")
+        assert found is not None
+        assert found.resolve() == (QUICKSTART / "chunks" / f"{name}.jsonl").resolve()
 
 
-def _stable(path: Path) -> list[object]:
-    lines: list[object] = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        data = json.loads(raw)
-        if "kind" in data:
-            data.pop("created_at")
-            data.pop("spanchor_version")
-        lines.append(data)
-    return lines
+def _chunk_spans(corpus: Corpus, name: str) -> list[tuple[str, int, int]]:
+    """The inventory's chunks as ``(document, start, end)``, found without the locator: each
+    chunk is searched in its document from where the previous chunk of that document began."""
+    spans: list[tuple[str, int, int]] = []
+    cursor: dict[str, int] = {}
+    lines = (QUICKSTART / "chunks" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    for raw in lines[1:]:
+        chunk = json.loads(raw)
+        doc, text = chunk["document_id"], chunk["text"]
+        start = corpus.text(doc).index(text, cursor.get(doc, 0))
+        cursor[doc] = start + 1
+        spans.append((doc, start, start + len(text)))
+    return spans
 
 
-def test_make_chunks_regenerates_the_committed_inventories(tmp_path: Path) -> None:
-    pytest.importorskip("bm25s")  # make_example.py, whose chunkers it reuses, imports it
-    written = _load(QUICKSTART / "chunks" / "make_chunks.py").main(tmp_path)
-    assert [path.name for path in written] == [f"{name}.jsonl" for name in CHUNKINGS.values()]
-    for path in written:
-        assert _stable(path) == _stable(QUICKSTART / "chunks" / path.name)
+def _brute_force_oracle(
+    gold: GoldSet, chunks: list[tuple[str, int, int]], k: int
+) -> dict[str, float]:
+    """Best recall@k over every choice of at most k chunks among those touching the gold (the
+    others add nothing), as a share of the query's gold characters."""
+    best: dict[str, float] = {}
+    for qid, query in gold.items():
+        wanted = {(a.document_id, i) for a in query.anchors for i in range(a.start, a.end)}
+        touching = [
+            chars
+            for doc, start, end in chunks
+            if (chars := {(doc, i) for i in range(start, end)} & wanted)
+        ]
+        size = min(k, len(touching))
+        best[qid] = max(
+            (len(set().union(*combo)) / len(wanted) for combo in combinations(touching, size)),
+            default=0.0,
+        )
+    return best
+
+
+def _expected_split(
+    gold: GoldSet,
+    before: Evaluation,
+    after: Evaluation,
+    chunks: tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]],
+    k: int,
+) -> str:
+    metric = f"recall@{k}"
+    ids = list(before.queries)
+
+    def mean(values: dict[str, float]) -> float:
+        return math.fsum(values[qid] for qid in ids) / len(ids)
+
+    oracle_before = mean(_brute_force_oracle(gold, chunks[0], k))
+    oracle_after = mean(_brute_force_oracle(gold, chunks[1], k))
+    delta = mean({q: after[q][metric] for q in ids}) - mean({q: before[q][metric] for q in ids})
+    chunking = oracle_after - oracle_before
+    return (
+        f"{metric} {delta:+.2f}: {chunking:+.2f} chunking "
+        f"(oracle {oracle_before:.2f} → {oracle_after:.2f}), {delta - chunking:+.2f} ranking"
+    )
+
+
+def test_the_gate_prints_the_split_the_inventories_imply(
+    corpus: Corpus,
+    gold: GoldSet,
+    evaluations: dict[str, Evaluation],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``spanchor gate`` in the quickstart, as demo.py runs it: both run headers point to an
+    inventory, so under ``why:`` it splits every recall@K it scores (k = 1, 3, 5, 10)."""
+    chunks = {run: _chunk_spans(corpus, name) for run, name in CHUNKINGS.items()}
+    config = ["gate", "--config", str(QUICKSTART / "spanchor.toml")]
+    readme = (QUICKSTART / "README.md").read_text(encoding="utf-8")
+    for run, code in (("candidate", 1), ("candidate-overlap", 0)):
+        candidate = QUICKSTART / "runs" / f"{run}.jsonl"
+        assert cli_main([*config, "--candidate", str(candidate)]) == code
+        printed = capsys.readouterr().out
+        for k in (1, 3, 5, 10):
+            line = _expected_split(
+                gold,
+                evaluations["baseline"],
+                evaluations[run],
+                (chunks["baseline"], chunks[run]),
+                k,
+            )
+            assert f"\n  {line}\n" in printed, (run, k)
+            if run == "candidate":  # the README quotes the failing gate's block
+                assert f"\n  {line}\n" in readme, k
+    # The overlap fix's figures the README quotes, as text.
+    assert "  recall@1 +0.01: +0.01 chunking (oracle 0.99 → 1.00), +0.00 ranking\n" in printed
+    assert "`recall@5 +0.00: +0.00 chunking (oracle 1.00 → 1.00), +0.00 ranking`" in readme
+    one = _brute_force_oracle(gold, chunks["candidate"], 1)
+    assert sum(value == 1.0 for value in one.values()) == 34  # "only 34 questions"
+    assert one["q05"] == pytest.approx(40 / 60)  # the window [400:600] holds 40 of its 60
 
 
 def test_the_chunks_readme_python_block_runs(
@@ -203,9 +283,10 @@ def test_causes_md_quotes_what_the_diagnosis_says(
     assert f"why: {diagnosis.summary.line()}" in text
     for qid in ("q01", "q02", "q05"):
         (cause,) = diagnosis[qid].causes
-        shown = cause.describe().split("; the index holds")[0]  # the gate has no inventory
-        assert f"  {qid}: {shown}\n" in text, qid
+        assert f"  {qid}: {cause.describe()}\n" in text, qid  # as the gate prints it
     splits = {split.metric: split.line() for split in diagnosis.splits}
-    assert splits["recall@1"] in text
-    assert splits["recall@5"] in text
+    assert sorted(splits) == ["recall@1", "recall@10", "recall@3", "recall@5"]
+    for line in splits.values():
+        assert f"\n  {line}\n" in text  # in the gate's block
+        assert f"\n{line}\n" in text  # and in "Chunking or ranking?"
     assert "the index holds 100% of it in one chunk" in diagnosis["q01"].causes[0].describe()
