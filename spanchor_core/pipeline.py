@@ -29,6 +29,7 @@ from spanchor_core.compare.noise import (
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
 from spanchor_core.diagnosis import (
     ChunkInventory,
+    ChunkInventoryError,
     RegressionDiagnosis,
     diagnose_regressions,
     inventory_path,
@@ -536,11 +537,27 @@ def _inventories(
     config: GateConfig, baseline: Evaluation, candidate: Evaluation, corpus: Corpus | None
 ) -> tuple[ChunkInventory | None, ChunkInventory | None]:
     """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``)."""
+    if corpus is None:  # nothing to map them onto: no split, and no reason to fail
+        return None, None
     found: list[ChunkInventory | None] = []
     for evaluation, source in ((baseline, config.baseline), (candidate, config.candidate)):
-        path = inventory_path(evaluation.settings.run_header, source)
-        found.append(None if path is None or corpus is None else load_inventory(path, corpus))
+        path = _inventory_file(evaluation, source)
+        found.append(None if path is None else load_inventory(path, corpus))
     return found[0], found[1]
+
+
+def _inventory_file(evaluation: Evaluation, source: str | os.PathLike[str]) -> Path | None:
+    """Where the run header's inventory tag points. The tag is relative to the run file it was
+    written in; an evaluation file copies that header, so its tag is taken relative to the run
+    it was made from (``run_path``) first, then to the evaluation file itself."""
+    header = evaluation.settings.run_header
+    run = evaluation.settings.run_path
+    if run is not None and Path(run).resolve() != Path(source).resolve():
+        try:
+            return inventory_path(header, run)
+        except ChunkInventoryError:
+            pass  # the run has moved since: try next to the evaluation file
+    return inventory_path(header, source)
 
 
 def run_gate(
