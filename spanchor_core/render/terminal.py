@@ -261,10 +261,15 @@ def diagnosis_lines(diagnosis: RegressionDiagnosis, limit: int = 10) -> list[str
         lines.append(f"  {_shown(diagnosis.note)}")
     lines += [f"  {_shown(split.line())}" for split in diagnosis.splits if split.queries]
     shown = 0
+    total = sum(len(query.causes) for query in diagnosis.values())
     for query_id, query in diagnosis.items():
         for cause in query.causes:
             if shown == limit:
-                lines.append(f"  … and more ({len(diagnosis)} queries diagnosed)")
+                rest = total - limit
+                lines.append(
+                    f"  … and {rest} more cause{'' if rest == 1 else 's'}"
+                    " (every one is in the --report, --html and --json outputs)"
+                )
                 return lines
             lines.append(f"  {_shown(query_id)}: {_shown(cause.describe())}")
             shown += 1

@@ -130,3 +130,15 @@ def test_summary_lines_end_with_why_and_the_split() -> None:
         line.startswith("why")
         for line in comparison_summary_lines(compare(BASELINE, CANDIDATE, POLICY))
     )
+
+
+def test_terminal_lines_count_the_causes_left_out() -> None:
+    from spanchor_core.render.terminal import diagnosis_lines
+
+    diagnosis = diagnosed(chunks=True).diagnosis
+    assert diagnosis is not None
+    lines = diagnosis_lines(diagnosis, limit=2)
+    assert lines[0] == f"[bold]why[/]: {WHY}"
+    assert sum(": " in line and line.startswith("  q-") for line in lines) == 2
+    assert lines[-1].startswith("  … and 3 more causes")
+    assert diagnosis_lines(diagnosis, limit=5)[-1].startswith("  q-")  # all shown, no tail line
