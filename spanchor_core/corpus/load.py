@@ -9,6 +9,7 @@ is a link that leads out of the root.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -69,13 +70,18 @@ def _glob(root: Path, pattern: str) -> list[Path]:
 
 def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
     real_root = root.resolve()
+    depth = len(root.parts)
     seen: set[PurePosixPath] = set()
     for pattern in globs:
-        if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
+        parts = PurePosixPath(pattern).parts
+        if pattern.startswith("/") or ".." in parts:
             raise CorpusError(f"glob {pattern!r} reaches outside the corpus root")
-        for path in sorted(_glob(root, pattern)):
-            relative = PurePosixPath(path.relative_to(root).as_posix())
-            if relative in seen or _is_hidden(relative) or not path.is_file():
+        # rglob never descends into a linked directory, so with a one-part pattern only the
+        # file itself can be a link: every other file resolves inside the root (one lstat)
+        one_part = len(parts) == 1
+        for path in sorted(_glob(root, pattern), key=_sort_key):
+            relative = PurePosixPath(*path.parts[depth:])
+            if relative in seen or _is_hidden(relative) or not _is_inside_file(path, one_part):
                 continue
             if not _utf8_name(relative):
                 raise CorpusError(
@@ -83,7 +89,9 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePo
                     path=path,
                     hint="rename the file (document ids are UTF-8 text)",
                 )
-            if not path.resolve().is_relative_to(real_root):
+            if not (one_part and not path.is_symlink()) and not path.resolve().is_relative_to(
+                real_root
+            ):
                 raise CorpusError(
                     "symbolic link leads outside the corpus root",
                     path=path,
@@ -91,6 +99,24 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePo
                 )
             seen.add(relative)
             yield path, relative
+
+
+def _sort_key(path: Path) -> tuple[str, ...]:
+    """The order of ``sorted(paths)`` (``Path`` compares its parts), without ``Path.__lt__``."""
+    return path.parts
+
+
+def _is_inside_file(path: Path, one_part: bool) -> bool:
+    """``path.is_file()``, from one ``lstat`` when the path is not a link."""
+    if not one_part:
+        return path.is_file()
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return path.is_file()  # the same answer or the same error as before
+    if stat.S_ISLNK(mode):
+        return path.is_file()
+    return stat.S_ISREG(mode)
 
 
 def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLOBS) -> Corpus:
