@@ -21,8 +21,8 @@ __all__ = ["DEFAULT_GLOBS", "load_corpus"]
 DEFAULT_GLOBS: tuple[str, ...] = ("*.txt", "*.md")
 
 
-def _is_hidden(relative: PurePosixPath) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
+def _is_hidden(parts: tuple[str, ...]) -> bool:
+    return any(part.startswith(".") for part in parts)
 
 
 def _read_text(path: Path) -> str:
@@ -71,7 +71,7 @@ def _glob(root: Path, pattern: str) -> list[Path]:
 def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
     real_root = root.resolve()
     depth = len(root.parts)
-    seen: set[PurePosixPath] = set()
+    seen: set[tuple[str, ...]] = set()  # relative parts: cheaper to hash than paths
     for pattern in globs:
         parts = PurePosixPath(pattern).parts
         if pattern.startswith("/") or ".." in parts:
@@ -80,24 +80,26 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePo
         # file itself can be a link: every other file resolves inside the root (one lstat)
         one_part = len(parts) == 1
         for path in sorted(_glob(root, pattern), key=_sort_key):
-            relative = PurePosixPath(*path.parts[depth:])
-            if relative in seen or _is_hidden(relative) or not _is_inside_file(path, one_part):
+            key = path.parts[depth:]
+            if key in seen or _is_hidden(key):
                 continue
+            is_file, is_link = _file_kind(path, one_part)
+            if not is_file:
+                continue
+            relative = PurePosixPath(*key)
             if not _utf8_name(relative):
                 raise CorpusError(
                     "file name is not valid UTF-8",
                     path=path,
                     hint="rename the file (document ids are UTF-8 text)",
                 )
-            if not (one_part and not path.is_symlink()) and not path.resolve().is_relative_to(
-                real_root
-            ):
+            if is_link and not path.resolve().is_relative_to(real_root):
                 raise CorpusError(
                     "symbolic link leads outside the corpus root",
                     path=path,
                     hint="copy the document into the corpus or remove the link",
                 )
-            seen.add(relative)
+            seen.add(key)
             yield path, relative
 
 
@@ -106,17 +108,18 @@ def _sort_key(path: Path) -> tuple[str, ...]:
     return path.parts
 
 
-def _is_inside_file(path: Path, one_part: bool) -> bool:
-    """``path.is_file()``, from one ``lstat`` when the path is not a link."""
+def _file_kind(path: Path, one_part: bool) -> tuple[bool, bool]:
+    """``path.is_file()``, and whether the path may lead outside the root (a link, or any
+    path of a many-part pattern, whose directories may be links): one ``lstat`` per file."""
     if not one_part:
-        return path.is_file()
+        return path.is_file(), True
     try:
         mode = os.lstat(path).st_mode
     except (OSError, ValueError):
-        return path.is_file()  # the same answer or the same error as before
+        return path.is_file(), True  # the same answer or the same error as before
     if stat.S_ISLNK(mode):
-        return path.is_file()
-    return stat.S_ISREG(mode)
+        return path.is_file(), True
+    return stat.S_ISREG(mode), False
 
 
 def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLOBS) -> Corpus:
