@@ -2,7 +2,8 @@
 
 Indexes address that virtual text; :class:`CorpusTexts` says where each document starts in
 it and streams it in blocks small enough that no numpy array outgrows glibc's mmap
-threshold. An occurrence is ``(document number, start, end)`` in document-local offsets.
+threshold; slices of it and runs of whole documents are what the slow-path scans search.
+An occurrence is ``(document number, start, end)`` in document-local offsets.
 """
 
 from __future__ import annotations
