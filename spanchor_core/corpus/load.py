@@ -9,6 +9,7 @@ is a link that leads out of the root.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -21,8 +22,8 @@ __all__ = ["DEFAULT_GLOBS", "load_corpus"]
 DEFAULT_GLOBS: tuple[str, ...] = ("*.txt", "*.md")
 
 
-def _is_hidden(relative: PurePosixPath) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
+def _is_hidden(parts: tuple[str, ...]) -> bool:
+    return any(part.startswith(".") for part in parts)
 
 
 def _read_text(path: Path) -> str:
@@ -70,28 +71,56 @@ def _glob(root: Path, pattern: str) -> list[Path]:
 
 def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
     real_root = root.resolve()
-    seen: set[PurePosixPath] = set()
+    depth = len(root.parts)
+    seen: set[tuple[str, ...]] = set()  # relative parts: cheaper to hash than paths
     for pattern in globs:
-        if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
+        parts = PurePosixPath(pattern).parts
+        if pattern.startswith("/") or ".." in parts:
             raise CorpusError(f"glob {pattern!r} reaches outside the corpus root")
-        for path in sorted(_glob(root, pattern)):
-            relative = PurePosixPath(path.relative_to(root).as_posix())
-            if relative in seen or _is_hidden(relative) or not path.is_file():
+        # rglob never descends into a linked directory, so with a one-part pattern only the
+        # file itself can be a link: every other file resolves inside the root (one lstat)
+        one_part = len(parts) == 1
+        for path in sorted(_glob(root, pattern), key=_sort_key):
+            key = path.parts[depth:]
+            if key in seen or _is_hidden(key):
                 continue
+            is_file, is_link = _file_kind(path, one_part)
+            if not is_file:
+                continue
+            relative = PurePosixPath(*key)
             if not _utf8_name(relative):
                 raise CorpusError(
                     "file name is not valid UTF-8",
                     path=path,
                     hint="rename the file (document ids are UTF-8 text)",
                 )
-            if not path.resolve().is_relative_to(real_root):
+            if is_link and not path.resolve().is_relative_to(real_root):
                 raise CorpusError(
                     "symbolic link leads outside the corpus root",
                     path=path,
                     hint="copy the document into the corpus or remove the link",
                 )
-            seen.add(relative)
+            seen.add(key)
             yield path, relative
+
+
+def _sort_key(path: Path) -> tuple[str, ...]:
+    """The order of ``sorted(paths)`` (``Path`` compares its parts), without ``Path.__lt__``."""
+    return path.parts
+
+
+def _file_kind(path: Path, one_part: bool) -> tuple[bool, bool]:
+    """``path.is_file()``, and whether the path may lead outside the root (a link, or any
+    path of a many-part pattern, whose directories may be links): one ``lstat`` per file."""
+    if not one_part:
+        return path.is_file(), True
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return path.is_file(), True  # the same answer or the same error as before
+    if stat.S_ISLNK(mode):
+        return path.is_file(), True
+    return stat.S_ISREG(mode), False
 
 
 def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLOBS) -> Corpus:

@@ -194,7 +194,7 @@ def _fuzzy_scan(ctx: SearchContext, job: Pending) -> Location:
     texts = ctx.documents.texts
     settings = ctx.settings
     docs = range(len(texts))
-    if sum(len(t) for t in texts) > settings.fuzzy_scan_limit:
+    if ctx.documents.total > settings.fuzzy_scan_limit:
         if job.doc is None or len(texts[job.doc]) > settings.fuzzy_scan_limit:
             return unmapped(
                 job,

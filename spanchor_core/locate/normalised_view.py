@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts
 from spanchor_core.locate.hashing import I64, KgramHasher
 from spanchor_core.locate.index import IndexBuilder, MinimizerIndex
 from spanchor_core.locate.text import advance_nonspace, code_points, fold, non_space_mask
@@ -68,46 +68,37 @@ def build_normalised_view(
     builder = IndexBuilder(hasher, window, documents.total)
     starts, lengths = documents.starts, documents.lengths
     ndocs = len(documents.texts)
-    norm_starts = np.zeros(ndocs, dtype=np.int64)
     norm_lengths = np.zeros(ndocs, dtype=np.int64)
-    ckpt_base = np.zeros(ndocs, dtype=np.int64)
     checkpoints: list[npt.NDArray[np.integer[Any]]] = []
     # document-local offsets: 32 bits suffice unless one document passes 2 G characters
     narrow = np.int32 if int(lengths.max(initial=0)) < 2**31 else np.int64
-    n_ckpt = 0
-    produced = 0  # normalised characters emitted so far
-    doc_ends = starts + lengths
     for offset, block in documents.blocks():
         codes = code_points(fold(block))
         keep = non_space_mask(codes)
-        kept = np.flatnonzero(keep).astype(np.int64)  # block-local canonical offsets
+        kept = np.flatnonzero(keep).astype(np.int64) + offset  # virtual canonical offsets
         builder.feed(codes[keep])
-        block_end = offset + len(block)
-        first = int(np.searchsorted(doc_ends, offset, side="right"))
-        d = first
-        while d < ndocs and starts[d] < block_end:
-            lo_c = max(int(starts[d]), offset) - offset
-            hi_c = min(int(doc_ends[d]), block_end) - offset
-            lo_k = int(np.searchsorted(kept, lo_c))
-            hi_k = int(np.searchsorted(kept, hi_c))
-            if starts[d] >= offset:
-                norm_starts[d] = produced + lo_k
-                ckpt_base[d] = n_ckpt
-            local0 = produced + lo_k - int(norm_starts[d])  # doc-local normalised index
-            local1 = local0 + (hi_k - lo_k)
-            first_ck = -(-local0 // CHECKPOINT) * CHECKPOINT
-            pick = np.arange(first_ck, local1, CHECKPOINT, dtype=np.int64)
-            if len(pick):
-                canon = kept[pick - local0 + lo_k] + offset - int(starts[d])
-                checkpoints.append(canon.astype(narrow))
-                n_ckpt += len(pick)
-            norm_lengths[d] = local1
-            d += 1
-        produced += len(kept)
+        if not len(kept):
+            continue
+        # the document of each kept character, and its normalised index in that document
+        docs = np.searchsorted(documents.ends, kept, side="right")
+        run_start = np.searchsorted(docs, docs, side="left")
+        local = np.arange(len(kept), dtype=np.int64) - run_start
+        first = int(docs[0])
+        local[docs == first] += norm_lengths[first]  # the part of it in earlier blocks
+        pick = np.flatnonzero(local % CHECKPOINT == 0)
+        if len(pick):
+            checkpoints.append((kept[pick] - starts[docs[pick]]).astype(narrow))
+        counts = np.bincount(docs - first)
+        norm_lengths[first : first + len(counts)] += counts
     ckpts: npt.NDArray[np.integer[Any]] = (
         np.concatenate(checkpoints) if checkpoints else np.zeros(0, dtype=narrow)
     )
+    per_doc = -(-norm_lengths // CHECKPOINT)
+    ckpt_base = np.cumsum(per_doc) - per_doc
+    # an empty document at a block boundary or at the end holds no checkpoint and never
+    # needs a base; 0, as the document-by-document build left it
+    ckpt_base[(lengths == 0) & ((starts % BLOCK_CHARS == 0) | (starts >= documents.total))] = 0
     # documents are contiguous in the normalised stream; this also places empty documents
-    # (never visited above) so that the starts stay sorted for searchsorted
+    # so that the starts stay sorted for searchsorted
     norm_starts = np.cumsum(norm_lengths) - norm_lengths
     return NormalisedView(builder.finish(), norm_starts, norm_lengths, ckpt_base, ckpts)

@@ -1,8 +1,11 @@
 """Slow paths: finding texts the index cannot find (too short, or only frequent minimizers).
 
-Many texts share one rolling-hash pass over every document (:meth:`CorpusScanner.scan_pass`),
+Many texts share one rolling-hash pass over the virtual text (:meth:`CorpusScanner.scan_pass`),
 about 0.3 ms per MB of corpus; a few exact texts use ``str.find`` and very short normalised
-ones a whitespace-tolerant, case-blind regular expression.
+ones a whitespace-tolerant, case-blind regular expression. Every scan runs over the documents
+end to end, never one document at a time, so a corpus of many tiny documents costs what one
+long document does; a hit is placed in its document by ``searchsorted`` on the document ends,
+and one that runs into the next document is dropped.
 """
 
 from __future__ import annotations
@@ -78,86 +81,128 @@ class CorpusScanner:
         low = np.uint64((1 << 20) - 1)
         bitmap[(head & low).astype(np.int64)] = True
         out: list[list[Occurrence]] = [[] for _ in needles]
-        for d, text in enumerate(self.documents.texts):
-            for b in range(0, len(text), BLOCK_CHARS):
-                stop = b + BLOCK_CHARS
-                reach = longest - 1
-                while True:
-                    piece = text[b : stop + reach]
-                    if not normalised:
-                        kept = None
-                        codes = code_points(piece)
-                        own = min(len(piece), BLOCK_CHARS)
-                        break
-                    folded = code_points(fold(piece))
-                    keep_pos = np.flatnonzero(non_space_mask(folded))
-                    own = int(np.searchsorted(keep_pos, BLOCK_CHARS))
-                    # enough normalised characters after this block's own starts?
-                    if len(keep_pos) - own >= longest - 1 or stop + reach >= len(text):
-                        kept = keep_pos
-                        codes = folded[keep_pos]
-                        break
-                    reach *= 2
-                if len(codes) < k or own == 0:
-                    continue
-                h = hasher.kgrams(codes)
-                starts = h[: min(own, len(h))]
-                maybe = np.flatnonzero(bitmap[(starts & low).astype(np.int64)])
-                if not len(maybe):
-                    continue
-                lo = np.searchsorted(sorted_head, starts[maybe], side="left")
-                hi = np.searchsorted(sorted_head, starts[maybe], side="right")
-                count = hi - lo
-                at = np.flatnonzero(count)
-                if not len(at):
-                    continue
-                ranked = np.repeat(at, count[at])
-                step = np.arange(len(ranked)) - np.repeat(
-                    np.cumsum(count[at]) - count[at], count[at]
+        documents = self.documents
+        total = documents.total
+        for b in range(0, total, BLOCK_CHARS):
+            stop = b + BLOCK_CHARS
+            reach = longest - 1
+            while True:
+                piece = documents.virtual(b, stop + reach)
+                if not normalised:
+                    kept = None
+                    codes = code_points(piece)
+                    own = min(len(piece), BLOCK_CHARS)
+                    break
+                folded = code_points(fold(piece))
+                keep_pos = np.flatnonzero(non_space_mask(folded))
+                own = int(np.searchsorted(keep_pos, BLOCK_CHARS))
+                # enough normalised characters after this block's own starts?
+                if len(keep_pos) - own >= longest - 1 or stop + reach >= total:
+                    kept = keep_pos
+                    codes = folded[keep_pos]
+                    break
+                reach *= 2
+            if len(codes) < k or own == 0:
+                continue
+            h = hasher.kgrams(codes)
+            starts = h[: min(own, len(h))]
+            maybe = np.flatnonzero(bitmap[(starts & low).astype(np.int64)])
+            if not len(maybe):
+                continue
+            lo = np.searchsorted(sorted_head, starts[maybe], side="left")
+            hi = np.searchsorted(sorted_head, starts[maybe], side="right")
+            count = hi - lo
+            at = np.flatnonzero(count)
+            if not len(at):
+                continue
+            ranked = np.repeat(at, count[at])
+            step = np.arange(len(ranked)) - np.repeat(np.cumsum(count[at]) - count[at], count[at])
+            which = order[lo[ranked] + step]
+            owner = maybe[ranked]
+            last = owner + sizes[which] - k
+            fits = last < len(h)
+            owner, which, last = owner[fits], which[fits], last[fits]
+            same = h[last] == tail[which]
+            owner, which = owner[same], which[same]
+            if not len(owner):
+                continue
+            # the virtual range of each hit: it must lie inside one document
+            if kept is None:
+                first = owner.astype(np.int64) + b
+                after = first + sizes[which]
+            else:
+                first = kept[owner].astype(np.int64) + b
+                after = kept[owner + sizes[which] - 1].astype(np.int64) + (b + 1)
+            docs, inside = documents.owners(first, after)
+            owner, which, docs = owner[inside], which[inside], docs[inside]
+            local = first[inside] - documents.starts[docs]
+            local_end = after[inside] - documents.starts[docs]
+            as_text = (
+                codes.tobytes().decode("utf-32-le", "surrogatepass") if kept is not None else piece
+            )
+            for i, q, d, s, e in sorted(
+                zip(
+                    owner.tolist(),
+                    which.tolist(),
+                    docs.tolist(),
+                    local.tolist(),
+                    local_end.tolist(),
+                    strict=True,
                 )
-                which = order[lo[ranked] + step]
-                owner = maybe[ranked]
-                last = owner + sizes[which] - k
-                fits = last < len(h)
-                owner, which, last = owner[fits], which[fits], last[fits]
-                same = h[last] == tail[which]
-                owner, which = owner[same], which[same]
-                as_text = (
-                    codes.tobytes().decode("utf-32-le", "surrogatepass")
-                    if kept is not None
-                    else piece
-                )
-                for i, q in sorted(zip(owner.tolist(), which.tolist(), strict=True)):
-                    needle = needles[q]
-                    if not as_text.startswith(needle, i):
-                        continue
-                    if kept is None:
-                        out[q].append((d, b + i, b + i + len(needle)))
-                    else:
-                        end = int(kept[i + len(needle) - 1]) + 1
-                        out[q].append((d, b + int(kept[i]), b + end))
+            ):
+                if as_text.startswith(needles[q], i):
+                    out[q].append((d, s, e))
         return out
 
     def scan_exact(self, needle: str) -> list[Occurrence]:
-        """Slow path: every occurrence by ``str.find`` over each document."""
+        """Slow path: every occurrence by ``str.find`` over runs of whole documents."""
         out: list[Occurrence] = []
-        for d, text in enumerate(self.documents.texts):
+        if not needle:  # every position of every document, as str.find sees it
+            for d, length in enumerate(self.documents.lengths.tolist()):
+                out.extend((d, p, p) for p in range(length + 1))
+            return out
+        for _, base, text in self.documents.groups():
+            hits: list[int] = []
             pos = text.find(needle)
             while pos != -1:
-                out.append((d, pos, pos + len(needle)))
+                hits.append(pos)
                 pos = text.find(needle, pos + 1)
+            if hits:
+                out.extend(self._inside(base, hits, [len(needle)] * len(hits)))
         return out
 
+    def _inside(self, base: int, hits: list[int], sizes: list[int]) -> list[Occurrence]:
+        """Hits ``(offset, size)`` in a group joined at virtual ``base`` that lie inside one
+        document, as occurrences."""
+        first = np.array(hits, dtype=np.int64) + base
+        after = first + np.array(sizes, dtype=np.int64)
+        docs, inside = self.documents.owners(first, after)
+        starts = self.documents.starts[docs[inside]]
+        return list(
+            zip(
+                docs[inside].tolist(),
+                (first[inside] - starts).tolist(),
+                (after[inside] - starts).tolist(),
+                strict=True,
+            )
+        )
+
     def scan_normalised(self, norm: str) -> list[Occurrence]:
-        """Slow path for short texts: a whitespace-tolerant, case-blind regex per document."""
+        """Slow path for short texts: a whitespace-tolerant, case-blind regex over runs of whole
+        documents (a match that runs from one document into the next is dropped)."""
         if not norm:
             return []
         pattern = re.compile(r"\s*".join(re.escape(c) for c in norm), re.IGNORECASE)
         out: list[Occurrence] = []
-        for d, text in enumerate(self.documents.texts):
+        for _, base, text in self.documents.groups():
+            hits: list[int] = []
+            sizes: list[int] = []
             m = pattern.search(text)
             while m is not None:
                 if normalise(m.group()) == norm:
-                    out.append((d, m.start(), m.end()))
+                    hits.append(m.start())
+                    sizes.append(m.end() - m.start())
                 m = pattern.search(text, m.start() + 1)
+            if hits:
+                out.extend(self._inside(base, hits, sizes))
         return out
