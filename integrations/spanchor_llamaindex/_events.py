@@ -25,7 +25,6 @@ from llama_index.core.instrumentation.events.synthesis import (
     SynthesizeEndEvent,
     SynthesizeStartEvent,
 )
-from llama_index.core.schema import NodeWithScore
 
 from spanchor_core import RunRecorder
 from spanchor_core.runs.write import ResultEntries
@@ -193,20 +192,14 @@ class EventJoiner:
             metadata=metadata or None,
         )
 
-    def _seen(self, pending: Pending, nodes: list[NodeWithScore]) -> None:
-        seen = pending.trace.seen
-        for node in nodes:
-            seen.add(node.node.node_id)
-
     def _end_retrieval(self, event: RetrievalEndEvent) -> None:
         pending = self.retrievals.pop(event.span_id, None) if event.span_id is not None else None
         if pending is None:
             return  # nested, out of scope, or started before install
-        self._seen(pending, event.nodes)
         self._write(
             pending,
             event.span_id or "",
-            self.converter.entries(event.nodes),
+            self.converter.entries(event.nodes, pending.trace.seen),
             latency_ms=(time.perf_counter() - pending.started) * 1000.0,
         )
         self._forget_if_closed(pending.trace)
@@ -215,11 +208,10 @@ class EventJoiner:
         pending = self.others.pop(event.span_id, None) if event.span_id is not None else None
         if pending is None or pending.stage != "postprocessed":
             return
-        self._seen(pending, event.nodes)
         self._write(
             pending,
             event.span_id or "",
-            self.converter.entries(event.nodes),
+            self.converter.entries(event.nodes, pending.trace.seen),
             latency_ms=(time.perf_counter() - pending.started) * 1000.0,
         )
         self._forget_if_closed(pending.trace)

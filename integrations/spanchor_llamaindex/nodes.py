@@ -31,6 +31,7 @@ cannot make:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -38,7 +39,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    TextNode,
+)
 
 from spanchor_core import Corpus, OffsetMap, RetrievedResult
 from spanchor_core.corpus import document_id_for
@@ -170,6 +177,13 @@ def _offset(value: object) -> int | None:
     return value if isinstance(value, int) and value >= 0 else None
 
 
+_SOURCE = NodeRelationship.SOURCE
+
+
+def _inner(node: NodeWithScore | BaseNode) -> BaseNode:
+    return node.node if isinstance(node, NodeWithScore) else node
+
+
 class NodeConverter:
     """Nodes as results for one corpus: safe document ids, raw offsets made canonical.
 
@@ -286,8 +300,81 @@ class NodeConverter:
         :class:`~spanchor_core.runs.write.ResultEntries`)."""
         return result_entry(rank, *self._fields(node))
 
-    def entries(self, nodes: Iterable[NodeWithScore | BaseNode]) -> ResultEntries:
-        """:meth:`results` in line form, ready for :meth:`~spanchor_core.RunRecorder.record`."""
-        return ResultEntries(
-            result_entry(rank, *self._fields(node)) for rank, node in enumerate(nodes, start=1)
-        )
+    def entries(
+        self, nodes: Iterable[NodeWithScore | BaseNode], seen: set[str] | None = None
+    ) -> ResultEntries:
+        """:meth:`results` in line form, ready for :meth:`~spanchor_core.RunRecorder.record`;
+        each node's id is added to ``seen`` when given (even when a later node fails).
+
+        The recorder's hot path: a ``NodeWithScore`` around a plain ``TextNode`` (what
+        retrievers return) has its fields read once each, straight from the model, and its
+        entry built inline when every value has its usual type; any other node, or any odd
+        value, takes :meth:`entry`. Both give the same entry.
+        """
+        entries = ResultEntries()
+        append = entries.append
+        resolve = self.resolve
+        explicit = resolve is _explicit_id
+        translate = self.corpus is not None
+        rank = 0
+        try:
+            for node in nodes:
+                rank += 1
+                inner = node.node if type(node) is NodeWithScore else None
+                if type(inner) is not TextNode:
+                    if seen is not None:
+                        seen.add(_inner(node).node_id)
+                    append(self.entry(node, rank))
+                    continue
+                node_id = inner.id_
+                if seen is not None:
+                    seen.add(node_id)
+                text = inner.text
+                score = node.score  # type: ignore[union-attr]
+                if explicit:  # _explicit_id, inlined
+                    found = inner.metadata.get(DOCUMENT_ID_KEY)
+                    document_id = found if isinstance(found, str) and found else None
+                else:
+                    document_id = self.document_id(inner)
+                start = inner.start_char_idx
+                end = inner.end_char_idx
+                start = start if type(start) is int and start >= 0 else _offset(start)
+                end = end if type(end) is int and end >= 0 else _offset(end)
+                relationships = inner.relationships
+                if _SOURCE in relationships:
+                    relation = relationships[_SOURCE]
+                    # a list is refused by the property, with its own message
+                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
+                else:
+                    ref = None
+                metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
+                if translate and document_id is not None and start is not None and end is not None:
+                    start, end, translated = self._canonical_offsets(document_id, text, start, end)
+                    if translated:
+                        metadata["offsets"] = "raw"
+                if (
+                    type(text) is str
+                    and (score is None or (type(score) is float and score - score == 0.0))
+                    and (start is None or type(start) is int)
+                    and (end is None or type(end) is int)
+                ):
+                    append(
+                        {
+                            "rank": rank,
+                            "text": text,
+                            "score": score,
+                            "document_id": document_id,
+                            "start": start,
+                            "end": end,
+                            "metadata": metadata,
+                        }
+                    )
+                else:
+                    append(result_entry(rank, text, score, document_id, start, end, metadata))
+        except BaseException:
+            if seen is not None:
+                for node in nodes:
+                    with contextlib.suppress(Exception):
+                        seen.add(_inner(node).node_id)
+            raise
+        return entries

@@ -12,7 +12,13 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
 from langchain_core.documents import Document
-from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    NodeWithScore,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from spanchor_core.runs.encoding import encode_line
 from spanchor_core.runs.write import ResultEntries, record_payload, result_entry
@@ -94,6 +100,61 @@ def test_llamaindex_entries_write_the_same_bytes_as_results() -> None:
     assert type(entries) is ResultEntries
     assert _line(entries) == _line(converter.results(nodes))
     assert [converter.entry(node, rank) for rank, node in enumerate(nodes, 1)] == list(entries)
+
+
+def test_llamaindex_fast_path_matches_the_general_path_on_every_shape(tmp_path: Any) -> None:
+    from llama_index.core.schema import Document as LlamaDocument
+
+    from spanchor_core import load_corpus
+
+    raw = "Cafe\u0301 au lait.\r\nThe kettle holds 1.7 litres.\r\n"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "menu.txt").write_bytes(raw.encode("utf-8"))
+    corpus = load_corpus(docs)
+    start = raw.index("The kettle")
+    source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="menu")}
+    odd = TextNode.model_construct(text=None, start_char_idx=2.0, end_char_idx=7)  # type: ignore[arg-type]
+    nodes: list[NodeWithScore | BaseNode] = [
+        NodeWithScore(  # raw offsets, translated with the corpus
+            node=TextNode(
+                text="The kettle holds 1.7 litres.",
+                start_char_idx=start,
+                end_char_idx=start + 28,
+                metadata={"document_id": "menu"},
+            ),
+            score=1,
+        ),
+        NodeWithScore(node=TextNode(text="x", relationships=source), score=0.25),
+        NodeWithScore(node=TextNode(text="y", metadata={"document_id": ""}), score=-0.0),
+        NodeWithScore(node=TextNode(text="z", start_char_idx=5, end_char_idx=-3)),
+        NodeWithScore(node=odd, score=float("-inf")),
+        NodeWithScore(node=LlamaDocument(text="a whole document", id_="menu"), score=0.5),
+        TextNode(text="bare node", metadata={"document_id": "d2"}),
+    ]
+    for converter in (NodeConverter(), NodeConverter(corpus), NodeConverter(document_id=str)):
+        seen: set[str] = set()
+        entries = converter.entries(nodes, seen)
+        assert list(entries) == [converter.entry(n, r) for r, n in enumerate(nodes, 1)]
+        assert _line(entries) == _line(converter.results(nodes))
+        assert seen == {n.node.node_id for n in nodes if isinstance(n, NodeWithScore)} | {
+            nodes[-1].node_id
+        }
+    translated = NodeConverter(corpus).entries(nodes)
+    assert translated[0]["metadata"]["offsets"] == "raw"
+    assert translated[1]["document_id"] == "menu"  # ref_doc_id, read from the relationships
+    assert translated[1]["metadata"]["ref_doc_id"] == "menu"
+
+
+def test_llamaindex_entries_fill_seen_even_when_a_node_fails() -> None:
+    bad = TextNode(text="bad")
+    bad.relationships[NodeRelationship.SOURCE] = []  # what the ref_doc_id property refuses
+    nodes = [NodeWithScore(node=TextNode(text="a")), NodeWithScore(node=bad)]
+    nodes.append(NodeWithScore(node=TextNode(text="c")))
+    seen: set[str] = set()
+    with pytest.raises(ValueError, match="single RelatedNodeInfo"):
+        NodeConverter().entries(nodes, seen)
+    assert seen == {n.node.node_id for n in nodes}
 
 
 def test_an_open_recorder_refuses_header_arguments_in_both_integrations(tmp_path: Any) -> None:
