@@ -122,12 +122,13 @@ class EventJoiner:
         span_id = event.span_id
         if span_id is None or stage not in self.stages:
             return None
-        if not self._in_scope(counted=stage == "retrieval"):
+        if self.scope is not None and not self._in_scope(counted=stage == "retrieval"):
             return None
+        watcher = self.watcher
         if (
             stage == "retrieval"
             and self.retrievals
-            and self.watcher.has_ancestor_in(span_id, self.retrievals)
+            and watcher.has_ancestor_in(span_id, self.retrievals)
         ):
             self._count("nested")
             return None
@@ -135,19 +136,17 @@ class EventJoiner:
         text = text_of(query)
         tagged = event.tags.get(QUERY_ID_TAG)
         query_id = None if tagged is None else str(tagged)
-        root, question = self.watcher.root(span_id)
+        root, question, parent, instance = watcher.lineage(span_id)
         trace = self.traces.get(root)
         if trace is None:
             trace = Trace(root, question if question is not None else text, query_id, now)
             self.traces[root] = trace
         elif trace.query_id is None:
             trace.query_id = query_id
-        parent = self.watcher.parent(span_id)
-        instance = self.watcher.instance(span_id)
         if stage == "context":
             # The query engine that asked for the synthesis names the context, not the
             # synthesizer class.
-            engine = self.watcher.instance(parent)
+            engine = watcher.instance(parent)
             source = class_name(engine if engine is not None else instance, "synthesizer")
         else:
             source = class_name(instance, stage)
@@ -174,8 +173,12 @@ class EventJoiner:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         trace = pending.trace
-        metadata: dict[str, Any] = dict(extra or {})
+        metadata: dict[str, Any] | None = None
+        if extra:
+            metadata = dict(extra)
         if pending.query != trace.question:
+            if metadata is None:
+                metadata = {}
             metadata["retrieval_query"] = pending.query
         self.recorder.record(
             trace.question,
@@ -189,7 +192,7 @@ class EventJoiner:
             run_id=span_id,
             parent_run_id=pending.parent,
             sequence=pending.sequence,
-            metadata=metadata or None,
+            metadata=metadata,
         )
 
     def _end_retrieval(self, event: RetrievalEndEvent) -> None:

@@ -187,19 +187,19 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
 
     # -- queries over the open spans ---------------------------------------------------------
 
-    def parent(self, span_id: str) -> str | None:
-        info = private(self)["_spans"].get(span_id)
-        return None if info is None else info[0]
-
     def instance(self, span_id: str | None) -> Any:
         info = private(self)["_spans"].get(span_id) if span_id is not None else None
         return None if info is None else info[1]
 
-    def root(self, span_id: str) -> tuple[str, str | None]:
-        """The root span of ``span_id`` and the question in the root's arguments, if any."""
+    def lineage(self, span_id: str) -> tuple[str, str | None, str | None, Any]:
+        """``(root, question, parent, instance)`` of ``span_id`` in one walk: the root span,
+        the question in the root's arguments (if any), the span's parent and instance."""
         spans = private(self)["_spans"]
+        info = spans.get(span_id)
+        if info is None:
+            return span_id, None, None, None
+        parent, instance = info[0], info[1]
         current = span_id
-        info = spans.get(current)
         depth = 0
         while info is not None and info[0] is not None and depth < _MAX_DEPTH:
             current = info[0]
@@ -213,7 +213,7 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
                     question = question_of(arguments[name])
                     if question is not None:
                         break
-        return current, question
+        return current, question, parent, instance
 
     def is_open(self, span_id: str) -> bool:
         return span_id in private(self)["_spans"]

@@ -27,9 +27,9 @@ from spanchor_core.runs.lines import header_from_object
 from spanchor_core.runs.model import RetrievedResult, Stage
 from spanchor_core.runs.query_ids import GoldLookup, lookup_query_id
 from spanchor_core.runs.write import (
+    add_provenance,
     check_line_size,
     header_line,
-    provenance_payload,
     record_payload,
 )
 
@@ -289,22 +289,11 @@ class RunRecorder:
             if query_id is None and self._gold is not None and isinstance(query, str):
                 query_id = lookup_query_id(self._gold, query)
                 matched = query_id is not None
-            provenance = (
-                None
-                if source is None
-                and stage is None
-                and trace_id is None
-                and run_id is None
-                and parent_run_id is None
-                and sequence is None
-                and not metadata
-                else provenance_payload(
-                    source, stage, trace_id, run_id, parent_run_id, sequence, metadata
-                )
+            payload = record_payload(query_id, query, results, latency_ms, error)
+            add_provenance(
+                payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata
             )
-            line = encode_line(
-                record_payload(query_id, query, results, latency_ms, error, provenance)
-            )
+            line = encode_line(payload)
             check_line_size(line)
             with self._lock:
                 fd = self._fd

@@ -31,6 +31,7 @@ from spanchor_core.runs.results import (
 
 __all__ = [
     "ResultEntries",
+    "add_provenance",
     "check_line_size",
     "header_line",
     "provenance_payload",
@@ -143,12 +144,26 @@ def provenance_payload(
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The provenance keys of a record line; absent values are left out, not written as null.
+    """The provenance keys of a record line; absent values are left out, not written as null."""
+    return add_provenance({}, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+
+
+def add_provenance(
+    payload: dict[str, Any],
+    source: str | None,
+    stage: str | None,
+    trace_id: str | None,
+    run_id: str | None,
+    parent_run_id: str | None,
+    sequence: int | None,
+    metadata: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """:func:`provenance_payload`'s keys added to ``payload`` (a record line's object, after
+    its base keys), which is returned: the recorder builds each line in one dict.
 
     Called once per recorded retrieval: each value is checked with one ``type`` test in the
     usual case and fully only when that fails.
     """
-    payload: dict[str, Any] = {}
     if source is not None:
         payload["source"] = source if type(source) is str else optional_str(source, "source")
     if trace_id is not None:
