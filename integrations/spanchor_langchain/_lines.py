@@ -35,14 +35,16 @@ def line_query(gold: GoldSet | None, question: str | None, own: str) -> tuple[st
 def retrieval_line(retrieval: Retrieval, ended: float, gold: GoldSet | None) -> dict[str, Any]:
     """The keyword arguments of a retrieval line (documents and error are the caller's)."""
     query, extra = line_query(gold, retrieval.question, retrieval.query)
+    run_id = str(retrieval.run_id)
     return {
         "query": query,
         "query_id": retrieval.query_id,
         "latency_ms": (ended - retrieval.started) * 1000.0,
         "source": retrieval.name,
         "stage": "retrieval",
-        "trace_id": str(retrieval.root),
-        "run_id": str(retrieval.run_id),
+        # a top-level retriever is its own trace: one UUID formatted once
+        "trace_id": run_id if retrieval.root is retrieval.run_id else str(retrieval.root),
+        "run_id": run_id,
         "parent_run_id": None if retrieval.parent is None else str(retrieval.parent),
         "sequence": retrieval.sequence,
         "metadata": {**retrieval.metadata, **extra} if extra else retrieval.metadata,

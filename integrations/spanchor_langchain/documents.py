@@ -232,20 +232,26 @@ def documents_to_entries(
     metadata not copied (the line is encoded before the retrieval returns), the rule already
     a function. Raises ``TypeError`` where :func:`documents_to_results` or writing would."""
     entries = ResultEntries()
-    for rank, item in enumerate(documents, start=1):
+    append = entries.append
+    rank = 0
+    for item in documents:
+        rank += 1
         if max_results is not None and rank > max_results:
             break
-        original = item
         pair_score: float | None = None
-        if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
-            item, pair_score = item[0], float(item[1])
-        text = getattr(item, "page_content", None)
-        if type(text) is not str or item.__class__ is not Document:
+        if item.__class__ is Document:  # the usual case: a plain Document, read once each
+            document = item
+        elif type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+            document, pair_score = item[0], float(item[1])
+        else:
+            document = None
+        text = document.page_content if document.__class__ is Document else None
+        if type(text) is not str:
             # dicts, strings, Document subclasses and look-alikes: the general conversion
-            (result,) = _convert([original], rule, score_keys, None, rank)
-            entries.append(result_entry(*astuple_result(result)))
+            (result,) = _convert([item], rule, score_keys, None, rank)
+            append(result_entry(*astuple_result(result)))
             continue
-        metadata = item.metadata
+        metadata = document.metadata  # type: ignore[union-attr]
         if type(metadata) is not dict:
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
         start = metadata.get("start_index")
@@ -253,13 +259,22 @@ def documents_to_entries(
             end: int | None = start + len(text)
         else:
             start = end = None
-        doc_id = rule(item) if rule is not None else None
+        doc_id = rule(document) if rule is not None else None  # type: ignore[arg-type]
         if doc_id is not None and type(doc_id) is not str:
             raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
-        score = pair_score if pair_score is not None else _score(metadata, score_keys)
+        if pair_score is not None:
+            score: float | None = pair_score
+        else:
+            score = None
+            for key in score_keys:  # _score, inlined for its common case
+                value = metadata.get(key)
+                if value is not None:
+                    score = value if type(value) is float else _score(metadata, (key,))
+                    if score is not None:
+                        break
         if score is not None and score - score != 0.0:
             score = None  # NaN or infinite: unknown
-        entries.append(
+        append(
             {
                 "rank": rank,
                 "text": text,

@@ -48,6 +48,10 @@ DOCUMENTS: list[Any] = [
     {"page_content": "eta", "metadata": {"score": 0.2}},
     {"text": "theta", "score": 0.9},
     "iota",
+    Document(page_content="kappa", metadata={"score": True, "relevance_score": 0.4}),
+    Document(page_content="lambda", metadata={"score": "high", "relevance_score": 3}),
+    (MyDocument(page_content="mu", metadata={"start_index": 2}), 0.5),
+    Document(page_content="xi", metadata={"score": None, "relevance_score": float("-inf")}),
 ]
 
 
@@ -60,6 +64,7 @@ def test_langchain_entries_write_the_same_bytes_as_results(rule: Any, max_result
     results = documents_to_results(DOCUMENTS, document_id=rule, max_results=max_results)
     assert type(entries) is ResultEntries
     assert len(entries) == len(results) == min(len(DOCUMENTS), max_results or 100)
+    assert [entry["rank"] for entry in entries] == list(range(1, len(entries) + 1))
     assert _line(entries) == _line(results)
 
 
