@@ -226,14 +226,15 @@ class EventJoiner:
         nodes = list(getattr(event.response, "source_nodes", None) or ())
         kept = ResultEntries()
         synthetic = 0
-        for node in nodes:
-            entry = self.converter.entry(node, len(kept) + 1)
-            inner = node.node
+        seen = pending.trace.seen
+        for entry in self.converter.entries(nodes):  # ranked again among the kept ones
+            metadata = entry["metadata"]  # the entry's own dict: node_id, ref_doc_id
             if (
-                inner.node_id in pending.trace.seen
-                or inner.ref_doc_id is not None
+                metadata["node_id"] in seen
+                or metadata["ref_doc_id"] is not None
                 or entry["document_id"] is not None
             ):
+                entry["rank"] = len(kept) + 1
                 kept.append(entry)
             else:
                 synthetic += 1

@@ -295,6 +295,7 @@ def test_sub_questions_share_one_trace_per_user_question(tmp_path: Path, use_asy
         assert len(sub_questions - {None}) == 1, "the half question is not the user's question"
         final = max((r for r in lines if r.stage == "context"), key=lambda r: r.sequence or 0)
         assert final.metadata == {"synthetic_nodes": 2}, "the sub-answer nodes are left out"
+        assert [r.rank for r in final.results] == list(range(1, len(final.results) + 1))
         retrieved = [t for r in lines if r.stage == "retrieval" for t in texts(r)]
         assert texts(final) == retrieved, "the final context is every sub-question's sources"
     again = record(tmp_path / "again.jsonl", sub_question_engine(use_async), questions)
