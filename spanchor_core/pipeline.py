@@ -303,6 +303,12 @@ def load_pair(
     return base, cand
 
 
+def _default_locator(corpus: Corpus) -> Locator:
+    """The pipeline's locator: from the persistent index cache for a large corpus, else one
+    that indexes lazily, at most once."""
+    return pipeline_locator(corpus) or Locator(corpus)
+
+
 def _load_all(
     sides: Sequence[tuple[str, EvaluationSource]],
     *,
@@ -325,7 +331,7 @@ def _load_all(
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
     # one index for both sides: from the persistent cache for a large corpus, else lazily
     if locator is None and corpus is not None:
-        locator = pipeline_locator(corpus) or Locator(corpus)
+        locator = _default_locator(corpus)
     return [
         source
         if isinstance(source, Evaluation)
@@ -534,7 +540,11 @@ def policy_with_drops(policy: Policy | None, max_drop: Mapping[str, float | None
 
 
 def _inventories(
-    config: GateConfig, baseline: Evaluation, candidate: Evaluation, corpus: Corpus | None
+    config: GateConfig,
+    baseline: Evaluation,
+    candidate: Evaluation,
+    corpus: Corpus | None,
+    locator: Locator | None,
 ) -> tuple[ChunkInventory | None, ChunkInventory | None]:
     """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``)."""
     if corpus is None:  # nothing to map them onto: no split, and no reason to fail
@@ -542,7 +552,7 @@ def _inventories(
     found: list[ChunkInventory | None] = []
     for evaluation, source in ((baseline, config.baseline), (candidate, config.candidate)):
         path = _inventory_file(evaluation, source)
-        found.append(None if path is None else load_inventory(path, corpus))
+        found.append(None if path is None else load_inventory(path, corpus, locator=locator))
     return found[0], found[1]
 
 
@@ -581,6 +591,10 @@ def run_gate(
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
     paths = config.baseline_paths
+    # one locator (indexed lazily, at most once) for both sides and their chunk inventories
+    locator: Locator | None = None
+    if corpus is not None:
+        locator = engine(corpus) if engine is not None else _default_locator(corpus)
     baselines, candidate = load_sides(
         paths,
         config.candidate,
@@ -591,7 +605,7 @@ def run_gate(
         allow_mismatch=config.allow_mismatch,
         progress=progress,
         group=config.group,
-        locator=engine(corpus) if engine is not None and corpus is not None else None,
+        locator=locator,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     members: tuple[Evaluation, ...] = ()
@@ -610,7 +624,7 @@ def run_gate(
         seed=config.seed,
         max_unmapped_rate=config.max_unmapped_rate,
     )
-    chunks = _inventories(config, baseline, candidate, corpus)
+    chunks = _inventories(config, baseline, candidate, corpus, locator)
     diagnosis = (
         diagnose_regressions(
             comparison,

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from spanchor_core import Corpus
-from spanchor_core.diagnosis import (  # not exported at the top level yet
+from spanchor_core.diagnosis import (  # the inventory building blocks (not all top level)
     Chunk,
     ChunkInventory,
     ChunkInventoryError,

@@ -338,6 +338,10 @@ def _query_rows(
     return cells
 
 
+def _band(metric: str, low: float, high: float) -> str:
+    return f"{markdown_escape(metric)} {format_number(low)}..{format_number(high)}"
+
+
 def _flaky_lines(comparison: Comparison, limit: int) -> list[str]:
     """Several baselines: the flaky queries and the band of each metric that differs."""
     noise = comparison.noise
@@ -346,12 +350,8 @@ def _flaky_lines(comparison: Comparison, limit: int) -> list[str]:
     lines = [f"### Flaky queries ({len(noise.flaky)}, across {noise.baselines} baselines)", ""]
     if not noise.flaky:
         return [*lines, "Every compared query scored the same in every baseline.", ""]
-    band = "{} {}..{}".format
     rows = [
-        [
-            markdown_escape(row.query_id),
-            ", ".join(band(markdown_escape(n), *map(format_number, b)) for n, *b in row.bands),
-        ]
+        [markdown_escape(row.query_id), ", ".join(_band(n, lo, hi) for n, lo, hi in row.bands)]
         for row in noise.flaky[:limit]
     ]
     lines += [FLAKY_BAND_NOTE, "", *_table(["Query", "Band"], rows)]
