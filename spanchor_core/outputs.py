@@ -19,12 +19,12 @@ any *other* input.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from spanchor_core._io import check_output_target
+from spanchor_core._kind import leading_kind
 from spanchor_core.errors import InputError
 
 __all__ = ["OutputPlan"]
@@ -46,12 +46,6 @@ class _Output:
     kind: str | None = None
 
 
-# Every spanchor file starts with its kind (a JSONL header line, or a JSON document's first key).
-_LEADING_KIND = re.compile(
-    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"kind"\s*:\s*"(spanchor\.[A-Za-z0-9_.-]{1,40})"'
-)
-
-
 def _spanchor_kind(path: Path) -> str | None:
     """The ``spanchor.*`` kind an existing regular file starts with, if any."""
     try:
@@ -59,8 +53,8 @@ def _spanchor_kind(path: Path) -> str | None:
             head = handle.read(4096)
     except (OSError, ValueError):
         return None
-    found = _LEADING_KIND.match(head)
-    return None if found is None else found.group(1).decode("ascii")
+    kind = leading_kind(head.decode("utf-8", errors="ignore"))
+    return kind if isinstance(kind, str) and kind.startswith("spanchor.") else None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

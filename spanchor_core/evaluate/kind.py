@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
+from spanchor_core._kind import leading_kind
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.model import EVALUATION_KIND
 
@@ -56,20 +56,6 @@ def _is_evaluation(value: Any) -> bool:
     return EVALUATION_KIND in kinds or "per_query_metrics" in value
 
 
-# The first member of a document that does not parse: ``{"kind": "..."`` (our writer puts it first).
-_LEADING_KIND = re.compile(r'\A\s*\{\s*"kind"\s*:\s*("(?:[^"\\]|\\.)*")')
-
-
-def _leading_kind(text: str) -> Any:
-    match = _LEADING_KIND.match(text)
-    if match is None:
-        return None
-    try:
-        return json.loads(match.group(1))
-    except ValueError:
-        return None
-
-
 def holds_evaluation(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` holds an evaluation (ours or 0.x); anything else is for the run reader.
 
@@ -101,7 +87,7 @@ def holds_evaluation(path: str | os.PathLike[str]) -> bool:
             head = handle.read(65536).decode("utf-8-sig", errors="ignore")
     except OSError as err:
         raise InputError(f"cannot read file: {err.strerror or err}", path=file) from None
-    if _leading_kind(head) == EVALUATION_KIND:
+    if leading_kind(head) == EVALUATION_KIND:
         # The top object's first key says it (our writer puts ``kind`` first): no need to
         # parse a file of hundreds of megabytes whole just to read one string.
         return True
@@ -112,5 +98,5 @@ def holds_evaluation(path: str | os.PathLike[str]) -> bool:
     try:
         document = _parse_leniently(text)
     except (ValueError, RecursionError):
-        return bool(_leading_kind(text) == EVALUATION_KIND)
+        return bool(leading_kind(text) == EVALUATION_KIND)
     return _is_evaluation(document)
