@@ -27,7 +27,10 @@ from spanchor_core.authoring import (
     write_candidates,
 )
 from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
+from spanchor_core.authoring.decisions_file import read_decisions
+from spanchor_core.authoring.review import review_candidates
 from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs, out_console
+from spanchor_core.cli.errors import error_exit_code
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
 from spanchor_core.outputs import OutputPlan
@@ -348,15 +351,30 @@ def gold_extract(
     out_console().print(f"wrote {len(candidates)} candidates to {output}", markup=False)
 
 
+_ONE_DECISION_OPTIONS = (
+    "--candidate",
+    "--question",
+    "--approve",
+    "--reject",
+    "--reason",
+    "--edited-text",
+    "--source-start",
+    "--source-end",
+)
+
+
 @gold_app.command("review")
 def gold_review(
     candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
     candidate: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "-c", "--candidate", metavar="ID", help="The candidate to decide on (see gold list)."
+            "-c",
+            "--candidate",
+            metavar="ID",
+            help="The candidate to decide on (see gold list); or give --decisions.",
         ),
-    ],
+    ] = None,
     question: Annotated[
         str | None,
         typer.Option(
@@ -394,6 +412,16 @@ def gold_review(
             "-e", "--source-end", metavar="N", help="New end offset (with --source-start)."
         ),
     ] = None,
+    decisions: Annotated[
+        Path | None,
+        typer.Option(
+            "--decisions",
+            metavar="FILE",
+            help="Apply many decisions at once, all or none: a .jsonl file of objects "
+            '{"candidate_id": ..., "decision": "approve"|"reject"|"edit", "question": ...} or '
+            "a .csv file with those columns (also reason, edited_text, start, end).",
+        ),
+    ] = None,
     docs: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="Documents, for edits beyond the proposed text."),
@@ -408,10 +436,25 @@ def gold_review(
         ),
     ] = None,
 ) -> None:
-    """Approve, reject or edit one candidate; the decision is appended to the candidates file.
+    """Approve, reject or edit candidates; each decision is appended to the candidates file.
 
-    Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
+    One candidate: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve.
+    Many: spanchor gold review candidates.jsonl --decisions decisions.csv (every line is
+    checked first; if any is bad, each bad line is named and nothing is applied).
     """
+    if decisions is not None:
+        one = [candidate, question, reason, edited_text, source_start, source_end]
+        if approve or reject or any(value is not None for value in one):
+            raise typer.BadParameter(
+                f"--decisions replaces {', '.join(_ONE_DECISION_OPTIONS)}: give one or the other"
+            )
+        _review_batch(candidates, decisions, docs, output)
+        return
+    if candidate is None:
+        raise typer.BadParameter(
+            "give the candidate to decide on with --candidate ID, or a file of decisions with "
+            "--decisions FILE"
+        )
     OutputPlan().read_documents(docs, globs(None)).edit(
         candidates, "the candidates file", "-o", output=output
     ).check()
@@ -431,6 +474,44 @@ def gold_review(
     out_console().print(
         escape_control(
             f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})"
+        ),
+        markup=False,
+    )
+
+
+def _review_batch(
+    candidates: Path, decisions: Path, docs: Path | None, output: Path | None
+) -> None:
+    """``gold review --decisions``: every bad line on stderr and exit 2, or one append."""
+    OutputPlan().read_documents(docs, globs(None)).read(decisions, "the decisions file").edit(
+        candidates, "the candidates file", "-o", output=output
+    ).check()
+    read, unreadable = read_decisions(decisions)
+    corpus = None if docs is None else load_docs(docs, None)
+    done = review_candidates(
+        candidates,
+        read,
+        corpus=corpus,
+        output=output,
+        source=decisions,
+        read_problems=unreadable,
+    )
+    if not done.applied:
+        for problem in done.problems:
+            error_exit_code(problem)
+        err_console().print(
+            f"nothing applied: {len(done.problems)} bad decision line(s) in {decisions}",
+            markup=False,
+        )
+        raise typer.Exit(ExitCode.BAD_INPUT)
+    counts = dict.fromkeys(CandidateStatus, 0)
+    for cand in done.candidates:
+        counts[cand.status] += 1
+    states = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
+    out_console().print(
+        escape_control(
+            f"applied {done.decisions} decision(s) to {len(done.candidates)} candidate(s) "
+            f"({states}) -> {output or candidates}"
         ),
         markup=False,
     )
