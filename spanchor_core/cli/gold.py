@@ -4,6 +4,7 @@ lists or searches it, ``gold review`` records decisions (one, or a file of them 
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -81,7 +82,7 @@ def gold_review(
             "-c",
             "--candidate",
             metavar="ID",
-            help="The candidate to decide on (see gold list); or give --decisions.",
+            help="The candidate to decide on (see spanchor gold list); or give --decisions.",
         ),
     ] = None,
     question: Annotated[
@@ -264,8 +265,11 @@ def gold_list(
 
     Example: spanchor gold list candidates.jsonl --status pending --search warranty
     """
-    if status is not None and status not in {s.value for s in CandidateStatus}:
-        raise typer.BadParameter(f"--status must be one of {_STATUSES}")
+    known = [s.value for s in CandidateStatus]
+    if status is not None and status not in known:
+        close = difflib.get_close_matches(status, known, n=1)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise typer.BadParameter(f"--status must be one of {_STATUSES}{guess}")
     if limit < 0:
         raise typer.BadParameter("--limit must be 0 (all) or more")
     chosen = select_candidates(
