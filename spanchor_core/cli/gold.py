@@ -148,9 +148,10 @@ def gold_review(
 ) -> None:
     """Approve, reject or edit candidates; each decision is appended to the candidates file.
 
-    One candidate: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve.
-    Many: spanchor gold review candidates.jsonl --decisions decisions.csv (every line is
-    checked first; if any is bad, each bad line is named and nothing is applied).
+    Example, one candidate: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?"
+    --approve. Example, many at once: spanchor gold review candidates.jsonl --decisions
+    decisions.csv (every line is checked first; if any is bad, each bad line is named and
+    nothing is applied).
     """
     if decisions is not None:
         one = [candidate, question, reason, edited_text, source_start, source_end]

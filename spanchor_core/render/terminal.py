@@ -228,10 +228,18 @@ _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "UNTRUSTED": "bold m
 
 
 def comparison_verdict(comparison: Comparison) -> str:
-    """The verdict word (always the exit code's) and the counts, in one line of rich markup."""
+    """The verdict word (always the exit code's) and the counts, in one line of rich markup;
+    an invalid comparison says so instead of counting queries as unchanged."""
     counts = comparison.counts
     word = comparison.verdict
     verdict = f"[{_VERDICT_STYLE.get(word, 'bold red')}]{word}[/]"
+    if word == "INVALID":  # counts of a comparison that was not made would read as a result
+        errors = counts["errors"]
+        return (
+            f"{verdict}: {counts['compared']} queries not gated — the comparison itself is "
+            f"invalid ({errors} error{'' if errors == 1 else 's'} above); fix "
+            f"{'it' if errors == 1 else 'them'} and compare again"
+        )
     line = (
         f"{verdict}: {counts['compared']} queries compared — {counts['regressed']} regressed, "
         f"{counts['improved']} improved, {counts['unchanged']} unchanged"

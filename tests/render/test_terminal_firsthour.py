@@ -165,3 +165,15 @@ def test_the_terminal_says_why_when_interval_and_p_disagree() -> None:
 def test_the_interval_column_names_the_policy_confidence() -> None:
     table = comparison_tables(_hit_comparison(15, confidence=0.9))[-1]
     assert [str(column.header) for column in table.columns][4] == "90% CI"
+
+
+def test_an_invalid_comparison_counts_nothing_as_unchanged(baseline: Evaluation) -> None:
+    from spanchor_core.render.terminal import comparison_verdict
+
+    other_k = evaluate(CORPUS, GOLD, _run({"q1": [SKY], "q2": [GRASS]}), k=(1, 3))
+    invalid = compare(baseline, other_k, Policy(max_drop={"recall@1": 0.0}))
+    assert invalid.verdict == "INVALID"
+    line = comparison_verdict(invalid)
+    assert "unchanged" not in line
+    assert "2 queries not gated" in line
+    assert "the comparison itself is invalid (1 error above); fix it" in line
