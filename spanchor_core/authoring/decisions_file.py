@@ -10,9 +10,13 @@ Two shapes, told apart by the file's name (never by sniffing its bytes):
 
 The fields are those of :class:`~.review.ReviewDecision`: ``candidate_id`` and ``decision``
 (``approve``, ``reject`` or ``edit``) on every line; ``question``, ``reason``, ``edited_text``,
-``start`` and ``end`` where needed. Reading checks every line and returns one error per bad
-line (``file:line: what; what to do``) rather than stopping at the first, so that one pass
-shows everything to fix.
+``start`` and ``end`` where needed. The other fields a ``gold list --json`` line holds are
+taken too, so that such a line with a ``decision`` added is a decision: ``document_id`` and
+``status`` are ignored, and ``text`` must still be the candidate's text (see
+:attr:`~.review.ReviewDecision.listed_text`).
+
+Reading checks every line and returns one error per bad line (``file:line: what; what to
+do``) rather than stopping at the first, so that one pass shows everything to fix.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from spanchor_core._io import jsonl_lines, loads_strict, open_for_reading, read_
 from spanchor_core.authoring.review import ReviewDecision
 from spanchor_core.errors import GoldError, InputError
 
-__all__ = ["DECISION_FIELDS", "read_decisions"]
+__all__ = ["DECISION_FIELDS", "LISTED_FIELDS", "read_decisions"]
 
 DECISION_FIELDS: Final = (
     "candidate_id",
@@ -41,6 +45,9 @@ DECISION_FIELDS: Final = (
     "end",
 )
 """The fields (JSONL keys, CSV columns) of a decision."""
+
+LISTED_FIELDS: Final = ("document_id", "status", "text")
+"""Fields of a ``gold list --json`` line that a decision may keep (``text`` is checked)."""
 
 _DECISIONS: Final = ("approve", "reject", "edit")
 _TEXT_FIELDS: Final = ("question", "reason", "edited_text")
@@ -55,7 +62,7 @@ def _suggestion(given: str, choices: tuple[str, ...]) -> str:
 def _decision(values: Mapping[str, Any], path: Path, line: int, csv_cells: bool) -> ReviewDecision:
     """One decision from a line's fields (a JSON object, or a CSV row's non-empty cells)."""
     for key in values:
-        if key not in DECISION_FIELDS:
+        if key not in DECISION_FIELDS and key not in LISTED_FIELDS:
             raise GoldError(
                 f"unknown field {key!r}",
                 path=path,
@@ -86,7 +93,7 @@ def _decision(values: Mapping[str, Any], path: Path, line: int, csv_cells: bool)
             "the reason or the span",
         )
     texts: dict[str, str | None] = {}
-    for name in _TEXT_FIELDS:
+    for name in (*_TEXT_FIELDS, "text"):
         value = values.get(name)
         if value is not None and not isinstance(value, str):
             raise GoldError(
@@ -119,6 +126,7 @@ def _decision(values: Mapping[str, Any], path: Path, line: int, csv_cells: bool)
         offsets["start"],
         offsets["end"],
         line,
+        texts["text"],
     )
 
 
@@ -156,7 +164,7 @@ def _jsonl_fields(path: Path) -> Iterator[tuple[int, Mapping[str, Any] | GoldErr
 def _check_header(header: list[str], path: Path, line: int) -> None:
     """GoldError when a CSV header names a column twice, an unknown one, or lacks one needed."""
     for name in header:
-        if name not in DECISION_FIELDS:
+        if name not in DECISION_FIELDS and name not in LISTED_FIELDS:
             raise GoldError(
                 f"unknown column {name!r}" if name else "a column without a name",
                 path=path,

@@ -106,7 +106,10 @@ class ReviewDecision:
     ``"reject"``, or ``"edit"`` to change only the question, the note or the span (a moved
     span puts the candidate back to pending, as the earlier approval was for other text).
     ``edited_text`` or ``start``/``end`` move the evidence (see :func:`review_candidate`).
-    ``line`` is where the decision was read from, for error messages.
+    ``line`` is where the decision was read from, for error messages. ``listed_text`` is the
+    candidate's text as the reviewer saw it (a ``gold list --json`` line made a decision): the
+    decision is refused when the candidate's text is no longer that, rather than applied to
+    evidence nobody read.
     """
 
     candidate_id: str
@@ -117,6 +120,7 @@ class ReviewDecision:
     start: int | None = None
     end: int | None = None
     line: int | None = None
+    listed_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +169,13 @@ def _decide(
 ) -> Candidate:
     """``candidate`` with ``decision`` applied; InputError (naming ``path``) if it cannot be."""
     _check_given(decision, words)
+    if decision.listed_text is not None and decision.listed_text != candidate.text:
+        raise InputError(
+            f"the text of {candidate.candidate_id!r} is not the listed text",
+            path=path,
+            hint="to move the evidence give edited_text and leave text as listed; else list "
+            "the candidates again (`spanchor gold list --json`)",
+        )
     question, reason, edited_text = decision.question, decision.reason, decision.edited_text
     start, end = decision.start, decision.end
     approve, reject = decision.decision == "approve", decision.decision == "reject"

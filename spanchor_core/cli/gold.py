@@ -129,7 +129,8 @@ def gold_review(
             metavar="FILE",
             help="Apply many decisions at once, all or none: a .jsonl file of objects "
             '{"candidate_id": ..., "decision": "approve"|"reject"|"edit", "question": ...} or '
-            "a .csv file with those columns (also reason, edited_text, start, end).",
+            "a .csv file with those columns (also reason, edited_text, start, end); a gold list "
+            "--json line with a decision added is one too.",
         ),
     ] = None,
     docs: Annotated[

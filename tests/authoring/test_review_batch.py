@@ -227,3 +227,25 @@ def test_review_help_explains_decisions(capsys: pytest.CaptureFixture[str]) -> N
     assert "--decisions FILE" in text
     assert "all or none" in text
     assert ".csv" in text
+
+
+def test_a_gold_list_json_line_with_a_decision_added_is_a_decision(
+    candidates: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["gold", "list", str(candidates), "--json", "--search", "door"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(listed) == 1
+    door = listed[0]
+    stale = {**door, "text": door["text"].upper(), "decision": "reject"}
+    decisions = _jsonl(tmp_path / "todo.jsonl", {**door, "decision": "reject"}, stale)
+    before = candidates.read_bytes()
+    assert main(["gold", "review", str(candidates), "--decisions", str(decisions)]) == 2
+    err = capsys.readouterr().err
+    assert f"todo.jsonl:2: the text of {door['candidate_id']!r} is not the listed text" in err
+    assert "todo.jsonl:1" not in err
+    assert candidates.read_bytes() == before
+    _jsonl(decisions, {**door, "decision": "approve", "question": "Does the door get hot?"})
+    assert main(["gold", "review", str(candidates), "--decisions", str(decisions)]) == 0
+    read = {c.candidate_id: c for c in read_candidates(candidates)}[door["candidate_id"]]
+    assert read.status is CandidateStatus.APPROVED
+    assert (read.start, read.end) == (door["start"], door["end"])  # the listed span: no edit
