@@ -1,9 +1,10 @@
 """The candidates file format (``kind: spanchor.candidates``): JSON Lines, a header line, then
 one candidate per line; reading it strictly (``path:line`` errors) and writing it atomically.
 
-A review decision is *appended* (:func:`append_revision`) as the candidate's whole new line
-with ``"revision": n``; reading keeps the candidate's place and takes its last revision, so a
-decision costs one read and one short append, not a rewrite of the whole file.
+A review decision is *appended* (:func:`append_revisions`, a batch of decisions in one write)
+as the candidate's whole new line with ``"revision": n``; reading keeps the candidate's place
+and takes its last revision, so a decision costs one read and one short append, not a rewrite
+of the whole file.
 :func:`write_candidates` writes each candidate once, without revisions (``gold review
 --output FILE`` writes the file with every decision folded in).
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -36,7 +37,7 @@ __all__ = [
     "CANDIDATES_SCHEMA_VERSION",
     "CandidateLine",
     "CandidatesHeader",
-    "append_revision",
+    "append_revisions",
     "read_candidates",
     "read_candidates_file",
     "write_candidates",
@@ -141,17 +142,29 @@ def write_candidates(
     atomic_write(target, "\n".join(chunks) + "\n", error=GoldError, what="candidates file")
 
 
-def append_revision(candidate: Candidate, path: str | os.PathLike[str], revision: int) -> None:
-    """Append ``candidate`` as revision ``revision`` of its line (a review decision).
+def append_revisions(
+    candidates: Sequence[Candidate], path: str | os.PathLike[str], first_revision: int
+) -> None:
+    """Append each of ``candidates`` as a revision of its line (review decisions), numbered
+    from ``first_revision``.
 
-    The line is written with one ``write`` of a file opened for appending and flushed to
-    disk, so an interrupted review loses at most this decision (reading then names the torn
-    last line, to delete). The file must already hold the candidate (see
-    :func:`read_candidates_file`).
+    All lines go in one ``write`` of a file opened for appending, flushed to disk, so an
+    interrupted review loses at most this batch (reading then names the torn last line, to
+    delete). Nothing is written when any line cannot be encoded. The file must already hold
+    each candidate (see :func:`read_candidates_file`).
     """
     target = Path(path)
-    line = {**_candidate_json(candidate), "revision": revision}
-    encoded = (_encode(line, target, f"candidate {candidate.candidate_id!r}") + "\n").encode()
+    lines = [
+        _encode(
+            {**_candidate_json(candidate), "revision": first_revision + offset},
+            target,
+            f"candidate {candidate.candidate_id!r}",
+        )
+        for offset, candidate in enumerate(candidates)
+    ]
+    if not lines:
+        return
+    encoded = ("\n".join(lines) + "\n").encode()
     try:
         with target.open("rb+") as handle:
             handle.seek(0, os.SEEK_END)

@@ -1,6 +1,6 @@
 """Commands for authoring gold sets: ``locate``, ``anchor add / replace / remove``,
-``query remove``,
-``check-corpus`` and ``gold extract / list / review / promote``."""
+``query remove`` and ``check-corpus``; the candidate workflow (``gold extract / list / review /
+promote``) is in :mod:`.gold`, re-exported here as ``gold_app``."""
 
 from __future__ import annotations
 
@@ -11,27 +11,20 @@ from typing import Annotated
 import typer
 
 from spanchor_core.authoring import (
-    CandidateStatus,
     add_anchor,
     check_corpus,
     fix_gold,
     locate_text,
-    promote_candidates,
-    propose_candidates,
-    read_candidates,
     remove_anchor,
     remove_query,
     replace_anchor,
-    review_candidate,
-    select_candidates,
-    write_candidates,
 )
-from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
 from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs, out_console
+from spanchor_core.cli.gold import gold_app
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import read_gold, write_gold
 from spanchor_core.outputs import OutputPlan
-from spanchor_core.render.text import escape_control, one_line
+from spanchor_core.render.text import escape_control
 
 __all__ = ["anchor_app", "check_corpus_command", "gold_app", "locate", "query_app"]
 
@@ -316,224 +309,4 @@ def check_corpus_command(
         write_gold(fix_gold(gold_set, check), gold)
         console.print(f"rewrote {len(check.moved)} anchor(s) in {gold}", markup=False)
     if not fix or check.unresolved:
-        raise typer.Exit(ExitCode.BAD_INPUT)
-
-
-gold_app = typer.Typer(
-    help="Propose, review and promote candidate evidence into a gold set.", no_args_is_help=True
-)
-
-
-@gold_app.command("extract")
-def gold_extract(
-    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Candidates file to write.")],
-    min_chars: Annotated[int, typer.Option(help="Shortest candidate.")] = 40,
-    max_chars: Annotated[int, typer.Option(help="Longest candidate.")] = 400,
-    glob: GlobOption = None,
-) -> None:
-    """Propose candidate evidence spans (sentences) from the documents, in linear time.
-
-    Example: spanchor gold extract docs/ -o candidates.jsonl
-    """
-    OutputPlan().read_documents(docs, globs(glob)).write(output, "-o", CANDIDATES_KIND).check()
-    corpus = load_docs(docs, glob)
-    candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
-    write_candidates(
-        candidates,
-        output,
-        corpus_fingerprint=corpus.fingerprint,
-        parameters={"min_chars": min_chars, "max_chars": max_chars},
-    )
-    out_console().print(f"wrote {len(candidates)} candidates to {output}", markup=False)
-
-
-@gold_app.command("review")
-def gold_review(
-    candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
-    candidate: Annotated[
-        str,
-        typer.Option(
-            "-c", "--candidate", metavar="ID", help="The candidate to decide on (see gold list)."
-        ),
-    ],
-    question: Annotated[
-        str | None,
-        typer.Option(
-            "-q", "--question", metavar="TEXT", help="The question this evidence answers."
-        ),
-    ] = None,
-    approve: Annotated[
-        bool, typer.Option("-a", "--approve", help="Approve it (needs a question).")
-    ] = False,
-    reject: Annotated[bool, typer.Option("-r", "--reject", help="Reject it.")] = False,
-    reason: Annotated[
-        str | None,
-        typer.Option(
-            "--rejection-reason", "--reason", metavar="TEXT", help="Why (kept as a note)."
-        ),
-    ] = None,
-    edited_text: Annotated[
-        str | None,
-        typer.Option(
-            "--edited-text",
-            metavar="TEXT",
-            help="Narrow or move the evidence to this text (puts it back to pending unless "
-            "--approve).",
-        ),
-    ] = None,
-    source_start: Annotated[
-        int | None,
-        typer.Option(
-            "-s", "--source-start", metavar="N", help="New start offset (with --source-end)."
-        ),
-    ] = None,
-    source_end: Annotated[
-        int | None,
-        typer.Option(
-            "-e", "--source-end", metavar="N", help="New end offset (with --source-start)."
-        ),
-    ] = None,
-    docs: Annotated[
-        Path | None,
-        typer.Option(metavar="DIR", help="Documents, for edits beyond the proposed text."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FILE",
-            help="Write the whole reviewed file here instead of appending the decision.",
-        ),
-    ] = None,
-) -> None:
-    """Approve, reject or edit one candidate; the decision is appended to the candidates file.
-
-    Example: spanchor gold review candidates.jsonl -c "manual#3" -q "How hot?" --approve
-    """
-    OutputPlan().read_documents(docs, globs(None)).edit(
-        candidates, "the candidates file", "-o", output=output
-    ).check()
-    result = review_candidate(
-        candidates,
-        candidate,
-        approve=approve,
-        reject=reject,
-        question=question,
-        reason=reason,
-        edited_text=edited_text,
-        start=source_start,
-        end=source_end,
-        corpus=None if docs is None else load_docs(docs, None),
-        output=output,
-    )
-    out_console().print(
-        escape_control(
-            f"{result.candidate_id}: {result.status.value} [{result.start}, {result.end})"
-        ),
-        markup=False,
-    )
-
-
-_STATUSES = ", ".join(status.value for status in CandidateStatus)
-
-
-@gold_app.command("list")
-def gold_list(
-    candidates: Annotated[Path, typer.Argument(help="Candidates file (from gold extract).")],
-    status: Annotated[
-        str | None,
-        typer.Option(metavar="STATUS", help=f"Only candidates in this state: {_STATUSES}."),
-    ] = None,
-    search: Annotated[
-        str | None,
-        typer.Option(
-            "--search", metavar="TEXT", help="Only candidates whose text holds TEXT (any case)."
-        ),
-    ] = None,
-    question: Annotated[
-        str | None,
-        typer.Option(
-            "--question",
-            metavar="TEXT",
-            help='Only candidates whose question holds TEXT; "" for those without one.',
-        ),
-    ] = None,
-    document: Annotated[
-        str | None, typer.Option("--doc", metavar="ID", help="Only this document's candidates.")
-    ] = None,
-    limit: Annotated[
-        int, typer.Option(metavar="N", help="Show at most N (0: all); the count is of all.")
-    ] = 20,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the candidates as JSON lines.")
-    ] = False,
-) -> None:
-    """List or search the candidates of a candidates file, with their review state.
-
-    Example: spanchor gold list candidates.jsonl --status pending --search warranty
-    """
-    if status is not None and status not in {s.value for s in CandidateStatus}:
-        raise typer.BadParameter(f"--status must be one of {_STATUSES}")
-    if limit < 0:
-        raise typer.BadParameter("--limit must be 0 (all) or more")
-    chosen = select_candidates(
-        read_candidates(candidates),
-        status=None if status is None else CandidateStatus(status),
-        text=search,
-        question=question,
-        document_id=document,
-    )
-    shown = chosen if limit == 0 else chosen[:limit]
-    if as_json:
-        for cand in shown:
-            row = {
-                "candidate_id": cand.candidate_id,
-                "document_id": cand.document_id,
-                "start": cand.start,
-                "end": cand.end,
-                "status": cand.status.value,
-                "question": cand.question,
-                "text": cand.text,
-            }
-            typer.echo(json.dumps(row, ensure_ascii=False))
-        return
-    console = out_console()
-    width = max(console.width, 40)
-    for cand in shown:
-        asked = f" q: {cand.question}" if cand.question else ""
-        head = f"{cand.candidate_id} [{cand.status.value}] [{cand.start}, {cand.end}){asked}"
-        console.print(escape_control(head), markup=False, soft_wrap=True)
-        console.print("    " + one_line(cand.text, width - 4), markup=False)
-    more = f", showing {len(shown)}" if len(shown) < len(chosen) else ""
-    err_console().print(f"{len(chosen)} candidate(s){more}", markup=False)
-
-
-@gold_app.command("promote")
-def gold_promote(
-    candidates: Annotated[Path, typer.Argument(help="Reviewed candidates file.")],
-    docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
-    gold: Annotated[Path, typer.Option("--gold", help="Gold file to add to.")] = Path("gold.jsonl"),
-    prefix: Annotated[str, typer.Option(help="Prefix of new query ids.")] = "q",
-    glob: GlobOption = None,
-) -> None:
-    """Add every approved candidate to the gold set, re-checking its hash (idempotent).
-
-    Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
-    """
-    OutputPlan().read_documents(docs, globs(glob)).read(candidates, "the candidates file").edit(
-        gold, "the gold set", "--gold"
-    ).check()
-    report = promote_candidates(candidates, load_docs(docs, glob), gold, query_id_prefix=prefix)
-    console = out_console()
-    for cand, why in report.stale:
-        console.print(escape_control(f"stale: {cand.candidate_id}: {why}"), markup=False)
-    console.print(
-        f"promoted {len(report.added)}, already in gold {len(report.already)}, "
-        f"stale {len(report.stale)}, approved without question {len(report.missing_question)}, "
-        f"pending {report.pending}, rejected {report.rejected}",
-        markup=False,
-    )
-    if report.stale or report.missing_question:
         raise typer.Exit(ExitCode.BAD_INPUT)

@@ -24,7 +24,11 @@ from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
 from spanchor_core.policy import Direction, Policy
 from spanchor_core.render.text import escape_control, metric_grid
-from spanchor_core.render.wording import coverage_lines
+from spanchor_core.render.wording import (
+    INTERVAL_AND_P_NOTE,
+    coverage_lines,
+    interval_and_p_disagree,
+)
 
 __all__ = [
     "comparison_findings",
@@ -135,7 +139,9 @@ def comparison_tables(
     questions: Mapping[str, str] | None = None,
     width: int | None = None,
 ) -> list[Table]:
-    """The regressions (worst first) and the aggregate deltas with their intervals.
+    """The regressions (worst first) and the aggregate deltas with their intervals; when an
+    interval and its p-value disagree (:func:`~.wording.interval_and_p_disagree`), the
+    aggregates table says why in its caption.
 
     With ``questions`` (query id -> question), each regressed query shows its question,
     cut with "…" to what a terminal ``width`` characters wide leaves for it.
@@ -180,8 +186,9 @@ def comparison_tables(
         if len(regressions) > limit:
             table.caption = f"… and {len(regressions) - limit} more"
         tables.append(table)
-    aggregates = Table(title="aggregates", title_justify="left")
-    for column in ("metric", "baseline", "candidate", "delta", "95% CI", "p"):
+    aggregates = Table(title="aggregates", title_justify="left", caption_justify="left")
+    level = f"{comparison.policy.bootstrap.confidence:.0%} CI"
+    for column in ("metric", "baseline", "candidate", "delta", level, "p"):
         aggregates.add_column(column, justify="left" if column == "metric" else "right")
     for agg in comparison.aggregates:
         interval = (
@@ -196,6 +203,13 @@ def comparison_tables(
             "" if agg.delta is None else delta_markup(agg.delta, agg.direction),
             interval,
             "" if agg.p_value is None else f"{agg.p_value:.3g}",
+        )
+    # The sentence the reports always show, here only when it explains a row on the screen:
+    # on every run it would be a paragraph of noise under a table that needs none.
+    disagree = interval_and_p_disagree(comparison)
+    if disagree:
+        aggregates.caption = _shown(
+            f"{', '.join(disagree)}: interval and p disagree. {INTERVAL_AND_P_NOTE}"
         )
     tables.append(aggregates)
     return tables
@@ -214,10 +228,18 @@ _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "UNTRUSTED": "bold m
 
 
 def comparison_verdict(comparison: Comparison) -> str:
-    """The verdict word (always the exit code's) and the counts, in one line of rich markup."""
+    """The verdict word (always the exit code's) and the counts, in one line of rich markup;
+    an invalid comparison says so instead of counting queries as unchanged."""
     counts = comparison.counts
     word = comparison.verdict
     verdict = f"[{_VERDICT_STYLE.get(word, 'bold red')}]{word}[/]"
+    if word == "INVALID":  # counts of a comparison that was not made would read as a result
+        errors = counts["errors"]
+        return (
+            f"{verdict}: {counts['compared']} queries not gated — the comparison itself is "
+            f"invalid ({errors} error{'' if errors == 1 else 's'} above); fix "
+            f"{'it' if errors == 1 else 'them'} and compare again"
+        )
     line = (
         f"{verdict}: {counts['compared']} queries compared — {counts['regressed']} regressed, "
         f"{counts['improved']} improved, {counts['unchanged']} unchanged"

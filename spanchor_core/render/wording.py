@@ -39,6 +39,7 @@ __all__ = [
     "headline_metrics",
     "improved_metrics",
     "improvements",
+    "interval_and_p_disagree",
     "mapping_cells",
     "policy_text",
     "question_for",
@@ -285,6 +286,21 @@ INTERVAL_AND_P_NOTE: Final = (
 )
 """The one sentence every report shows under its aggregates, on why the bootstrap interval
 and the sign-flip p-value of :func:`~spanchor_core.compare.paired_statistics` can disagree."""
+
+
+def interval_and_p_disagree(comparison: Comparison) -> list[str]:
+    """The aggregate metrics whose interval and p-value tell different stories: the interval
+    excludes 0 while p is at least 1 - confidence (0.05 for a 95% interval), or the other way
+    round. Rows without both statistics never disagree."""
+    alpha = 1.0 - comparison.policy.bootstrap.confidence
+    names = []
+    for row in comparison.aggregates:
+        if row.ci_low is None or row.ci_high is None or row.p_value is None:
+            continue
+        excludes_zero = row.ci_low > 0.0 or row.ci_high < 0.0
+        if excludes_zero != (row.p_value < alpha):
+            names.append(row.metric)
+    return names
 
 
 def aggregate_headings(comparison: Comparison) -> list[str]:

@@ -111,3 +111,11 @@ def test_gold_list_prints_matches_and_the_count(
     assert len(rows) == 1
     assert rows[0]["status"] == "pending"
     assert main(["gold", "list", str(candidates), "--status", "done"]) == 2
+
+
+def test_a_misspelt_status_is_answered_with_the_closest(
+    candidates: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["gold", "list", str(candidates), "--status", "aproved"]) == 2
+    err = capsys.readouterr().err
+    assert "--status must be one of pending, approved, rejected (did you mean 'approved'?)" in err

@@ -121,3 +121,59 @@ def test_reports_say_once_why_the_interval_and_p_can_disagree(comparison: Compar
     markdown = comparison_markdown(comparison)
     assert markdown.count(markdown_escape(INTERVAL_AND_P_NOTE)) == 1
     assert comparison_html(comparison).count("sign-flip test, which asks how often") == 1
+
+
+def _hit_comparison(changed: int, confidence: float = 0.95) -> Comparison:
+    """30 queries, ``changed`` of them going from a miss to a hit (whole steps)."""
+    from spanchor_core.compare import MappingMetricTable
+    from spanchor_core.policy import BootstrapSettings
+
+    ids = [f"q{i:02}" for i in range(30)]
+    baseline = {qid: {"hit@5": 0.0} for qid in ids}
+    candidate = {qid: {"hit@5": 1.0 if i < changed else 0.0} for i, qid in enumerate(ids)}
+    policy = Policy(max_drop={"hit@5": 0.0}, bootstrap=BootstrapSettings(confidence=confidence))
+    return compare(
+        MappingMetricTable.from_mapping(baseline),
+        MappingMetricTable.from_mapping(candidate),
+        policy,
+    )
+
+
+def test_the_terminal_says_why_when_interval_and_p_disagree() -> None:
+    from spanchor_core.render.wording import INTERVAL_AND_P_NOTE, interval_and_p_disagree
+
+    # 4 of 30 queries gain a hit: a resample misses all four with probability (26/30)^30,
+    # about 1.4 %, so the 95 % interval excludes 0; the sign-flip test over the four changes
+    # gives p = 2/16 = 0.125 (estimated by random flips), above 0.05
+    disagreeing = _hit_comparison(4)
+    row = disagreeing.aggregates[0]
+    assert row.ci_low is not None
+    assert row.ci_low > 0
+    assert row.p_value is not None
+    assert row.p_value > 0.05
+    assert interval_and_p_disagree(disagreeing) == ["hit@5"]
+    table = comparison_tables(disagreeing)[-1]
+    text = " ".join(_render(table, width=100, terminal=False).split())
+    assert "hit@5: interval and p disagree." in text
+    assert " ".join(INTERVAL_AND_P_NOTE.split()) in text
+    # 15 of 30: both say the change is real, so the terminal stays quiet
+    agreeing = _hit_comparison(15)
+    assert interval_and_p_disagree(agreeing) == []
+    assert comparison_tables(agreeing)[-1].caption is None
+
+
+def test_the_interval_column_names_the_policy_confidence() -> None:
+    table = comparison_tables(_hit_comparison(15, confidence=0.9))[-1]
+    assert [str(column.header) for column in table.columns][4] == "90% CI"
+
+
+def test_an_invalid_comparison_counts_nothing_as_unchanged(baseline: Evaluation) -> None:
+    from spanchor_core.render.terminal import comparison_verdict
+
+    other_k = evaluate(CORPUS, GOLD, _run({"q1": [SKY], "q2": [GRASS]}), k=(1, 3))
+    invalid = compare(baseline, other_k, Policy(max_drop={"recall@1": 0.0}))
+    assert invalid.verdict == "INVALID"
+    line = comparison_verdict(invalid)
+    assert "unchanged" not in line
+    assert "2 queries not gated" in line
+    assert "the comparison itself is invalid (1 error above); fix it" in line
