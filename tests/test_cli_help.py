@@ -35,8 +35,25 @@ def test_every_command_takes_dash_h_and_renders_clean_help(
     assert "Usage: spanchor" in out
     assert "<bool>" not in out
     assert "<list[" not in out
+    usage = next(line for line in out.splitlines() if "Usage: spanchor" in line)
+    assert "{" not in usage, usage  # typer's braces around required arguments
+    for typed in ("<path>", "<float>", "<int", "<str>"):
+        assert typed not in out, typed
     assert main([*path, "--help"]) == 0
     assert capsys.readouterr().out == out
+
+
+def test_usage_names_arguments_plainly_and_options_by_a_word(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compare", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: spanchor compare [OPTIONS] BASELINE CANDIDATE" in out
+    assert main(["anchor", "add", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "QUERY_ID [QUESTION] DOCS TEXT" in out
+    assert "--occurrence          INT" in out
+    assert "--doc                 TEXT" in out
 
 
 def test_list_options_have_a_metavar(capsys: pytest.CaptureFixture[str]) -> None:

@@ -283,6 +283,18 @@ def test_rich_form_unknown_key_is_refused_with_suggestion(tmp_path: Path) -> Non
     assert caught.value.line == 5
 
 
+def test_a_misspelt_rich_key_alone_is_named_as_a_policy_key(tmp_path: Path) -> None:
+    # With no correct rich key the policy would be read as the 0.x form (metric names as keys)
+    # and 'max_dorp' reported as an unknown metric; it is named as the key it almost is.
+    text = '[tool.spanchor.policy.max_dorp]\n"recall@5" = 0.1\n'
+    path = write(tmp_path, "pyproject.toml", "[tool.spanchor]\n" + text)
+    with pytest.raises(EvaluationFileError, match="unknown policy key 'max_dorp'") as caught:
+        load_policy(path)
+    assert "did you mean 'max_drop'?" in str(caught.value)
+    # a 0.x policy of metric names is still read as one
+    assert policy_from_mapping({"recall@5": 0.1}).max_drop == {"recall@5": 0.1}
+
+
 def test_rich_form_metric_at_top_level_is_refused() -> None:
     with pytest.raises(EvaluationFileError, match="go under 'max_drop'"):
         policy_from_mapping({"kind": "spanchor.policy", "recall@5": 0.05})

@@ -42,18 +42,25 @@ from spanchor_core.authoring.corpus_check import (
     check_corpus,
     fix_gold,
 )
+from spanchor_core.authoring.decisions_file import read_decisions
 from spanchor_core.authoring.occurrences import Occurrence, locate_text
 from spanchor_core.authoring.promotion import PromotionReport, promote_candidates
 from spanchor_core.authoring.proposing import propose_candidates
 from spanchor_core.authoring.removal import RemovedAnchor, remove_anchor, remove_query
 from spanchor_core.authoring.replacement import ReplacedAnchor, replace_anchor
-from spanchor_core.authoring.review import review_candidate
+from spanchor_core.authoring.review import (
+    BatchReview,
+    ReviewDecision,
+    review_candidate,
+    review_candidates,
+)
 
 __all__ = [
     "CANDIDATES_KIND",
     "CANDIDATES_SCHEMA_VERSION",
     "AnchorCheck",
     "AnchorFate",
+    "BatchReview",
     "Candidate",
     "CandidateLine",
     "CandidateStatus",
@@ -63,6 +70,7 @@ __all__ = [
     "PromotionReport",
     "RemovedAnchor",
     "ReplacedAnchor",
+    "ReviewDecision",
     "add_anchor",
     "check_corpus",
     "fix_gold",
@@ -70,10 +78,12 @@ __all__ = [
     "promote_candidates",
     "propose_candidates",
     "read_candidates",
+    "read_decisions",
     "remove_anchor",
     "remove_query",
     "replace_anchor",
     "review_candidate",
+    "review_candidates",
     "select_candidates",
     "write_candidates",
 ]

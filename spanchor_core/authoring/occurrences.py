@@ -133,6 +133,7 @@ def choose_occurrence(
         more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
         raise AnchorError(
             f"text occurs {len(matches)} times in {scope}: {shown}{more}",
-            hint="choose one with --occurrence N (numbered from 1) or name the document",
+            hint="choose one with --occurrence N (numbered from 1), or look in one document "
+            "with --doc ID",
         )
     return matches[0]

@@ -33,7 +33,7 @@ def locate(
     text: Annotated[str, typer.Argument(help="The text to find (canonicalised like the corpus).")],
     docs: Annotated[Path, typer.Argument(help="Directory of source documents.")],
     document: Annotated[
-        str | None, typer.Option("--doc", help="Only look in this document id.")
+        str | None, typer.Option("--doc", metavar="ID", help="Only look in this document id.")
     ] = None,
     context: Annotated[int, typer.Option(help="Characters of context either side.")] = 80,
     glob: GlobOption = None,
@@ -105,7 +105,7 @@ def anchor_add(
         typer.Option(help="Which occurrence (1-based, document id then offset order)."),
     ] = None,
     document: Annotated[
-        str | None, typer.Option("--doc", help="Only look in this document id.")
+        str | None, typer.Option("--doc", metavar="ID", help="Only look in this document id.")
     ] = None,
     glob: GlobOption = None,
 ) -> None:

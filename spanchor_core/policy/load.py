@@ -142,6 +142,8 @@ def _policy_from_mapping(data: Mapping[str, Any], where: Path | None, text: str 
             f"a policy must be an object of settings, got {type(data).__name__}", path=where
         )
     legacy = not (_RICH_KEYS & set(data)) and bool(data)
+    if legacy:
+        _refuse_misspelt_rich_key(data, where, text)
     if not legacy:
         for key in data:
             if key not in _RICH_KEYS:
@@ -194,6 +196,27 @@ def _policy_from_mapping(data: Mapping[str, Any], where: Path | None, text: str 
 def _key(key: str) -> str:
     """A key as an error message shows it: itself, or cut short when it is absurdly long."""
     return key if len(key) <= 80 else shown(key)
+
+
+def _refuse_misspelt_rich_key(
+    data: Mapping[str, Any], where: Path | None, text: str | None
+) -> None:
+    # Without any rich key the policy is read as the 0.x form, whose keys are metric names; a
+    # misspelt rich key (``max_dorp``) would then be reported as an unknown metric, which
+    # sends the reader to the wrong list. A key that is no metric but close to a rich key is
+    # named as the policy key it almost is.
+    for key in data:
+        name = str(key)
+        if _looks_like_metric(name):
+            continue
+        close = difflib.get_close_matches(name, sorted(_RICH_KEYS), n=1, cutoff=0.75)
+        if close:
+            raise EvaluationFileError(
+                f"unknown policy key {shown(key)}",
+                path=where,
+                line=_line_of(text, [key]),
+                hint=f"did you mean {close[0]!r}?",
+            )
 
 
 def _looks_like_metric(key: str) -> bool:
