@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from spanchor_core.cli import main
+from spanchor_core.corpus import load_corpus
 from spanchor_core.errors import InputError, RunError
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.parallel import WorkerError, run_tasks
+from spanchor_core.locate import LocateRequest
+from spanchor_core.parallel import ProcessLocator, WorkerError, run_tasks
 from spanchor_core.pipeline import run_gate
 from spanchor_core.settings import GateConfig
 from tests.parallel.conftest import Case
@@ -137,3 +139,19 @@ def test_negative_jobs_are_bad_input(quickstart: Case, capsys: pytest.CaptureFix
         run_gate(config, jobs=-1)
     settings = str(quickstart.docs.parent / "spanchor.toml")
     assert "--jobs" in _one_line_error(["gate", "--config", settings, "--jobs", "-1"], capsys)
+
+
+def _dying_part(requests: object) -> object:
+    os.kill(os.getpid(), signal.SIGKILL)  # only ever called in a worker
+    return requests
+
+
+def test_a_killed_mapping_worker_fails_evaluate_with_exit_2(
+    quickstart: Case, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("spanchor_core.parallel.locator._locate_part", _dying_part)
+    corpus = load_corpus(quickstart.docs)
+    with ProcessLocator(corpus, jobs=2, min_batch=0) as locator, pytest.raises(WorkerError):
+        locator.locate_many([LocateRequest("some text to map, long enough")] * 4)
+    argv = ["evaluate", str(quickstart.docs), str(quickstart.gold), str(quickstart.candidate)]
+    assert "worker process ended" in _one_line_error([*argv, "--jobs", "2"], capsys)
