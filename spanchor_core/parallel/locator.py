@@ -30,6 +30,7 @@ from spanchor_core.locate import LocateRequest, Location, Locator
 from spanchor_core.parallel.pool import (
     StartMethod,
     WorkerPool,
+    can_start_workers,
     default_start_method,
     resolve_jobs,
 )
@@ -119,7 +120,7 @@ class ProcessLocator(Locator):
         if exact is not None:
             self.use_indexes(exact, normalised)
         self._pool: WorkerPool | None = None
-        if self.jobs > 1:
+        if self.jobs > 1 and can_start_workers():
             method = start_method or default_start_method()
             if method == "fork":  # the workers inherit a twin of this locator, index and all
                 twin = Locator(corpus, **settings)

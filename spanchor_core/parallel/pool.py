@@ -37,6 +37,7 @@ __all__ = [
     "StartMethod",
     "WorkerError",
     "WorkerPool",
+    "can_start_workers",
     "default_start_method",
     "resolve_jobs",
     "run_tasks",
@@ -76,6 +77,12 @@ def default_start_method() -> StartMethod:
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
+
+
+def can_start_workers() -> bool:
+    """Whether this process may have worker processes: a daemonic one (a worker of someone
+    else's :mod:`multiprocessing` pool) may not, and then everything runs in it instead."""
+    return not multiprocessing.current_process().daemon
 
 
 def _fresh_stderr() -> None:
@@ -191,7 +198,7 @@ def run_tasks(
     """
     global _TASKS
     count = min(resolve_jobs(jobs), len(tasks))
-    if count <= 1:
+    if count <= 1 or not can_start_workers():
         return [task() for task in tasks]
     method = start_method or default_start_method()
     mine = [index for index in range(len(tasks)) if index % count == 0]

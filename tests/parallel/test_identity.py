@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -168,3 +169,15 @@ def test_process_locator_workers_really_map(generated: Case) -> None:
 def test_zero_jobs_is_one_per_cpu() -> None:
     assert resolve_jobs(0) == (os.cpu_count() or 1)
     assert resolve_jobs(3) == 3
+
+
+def _pids_of_tasks_in_a_daemon() -> set[int]:
+    answers = run_tasks([functools.partial(_square, n) for n in range(3)], 2)
+    return {pid for _, pid in answers}
+
+
+def test_a_daemonic_process_runs_the_tasks_itself() -> None:
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # its worker is daemonic
+        pids = pool.apply(_pids_of_tasks_in_a_daemon)
+    assert len(pids) == 1
+    assert os.getpid() not in pids
