@@ -12,6 +12,7 @@ from its bytes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.index_store import pipeline_locator
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
+from spanchor_core.parallel import ProcessLocator, default_start_method, resolve_jobs, run_tasks
 from spanchor_core.policy import Policy, default_policy, policy_from_mapping
 from spanchor_core.runs import Run, RunStream, iter_run, read_run
 from spanchor_core.settings import GateConfig
@@ -280,13 +282,16 @@ def load_pair(
     progress: SideProgress | None = None,
     group: str = "auto",
     locator: Locator | None = None,
+    jobs: int = 1,
 ) -> tuple[Evaluation, Evaluation]:
     """Both sides as evaluations, scoring the runs among them with one corpus index.
 
     Runs are scored with ``k`` and ``min_overlap``; where those are None, with the settings of
     the side that is already an evaluation (the only choice that can make the two comparable),
     and with the library defaults when both sides are runs. ``progress("baseline")`` /
-    ``progress("candidate")`` may return a progress callback for scoring that side.
+    ``progress("candidate")`` may return a progress callback for scoring that side. ``jobs``
+    (0: one per CPU) scores two runs concurrently, or maps one run on that many processes
+    (:mod:`spanchor_core.parallel`); the evaluations are the same as with 1.
     """
     (base,), cand = load_sides(
         [baseline],
@@ -299,6 +304,7 @@ def load_pair(
         progress=progress,
         group=group,
         locator=locator,
+        jobs=jobs,
     )
     return base, cand
 
@@ -307,6 +313,32 @@ def _default_locator(corpus: Corpus) -> Locator:
     """The pipeline's locator: from the persistent index cache for a large corpus, else one
     that indexes lazily, at most once."""
     return pipeline_locator(corpus) or Locator(corpus)
+
+
+def _score_side(
+    run: Run | Path,
+    corpus: Corpus,
+    gold: GoldSet,
+    k: Sequence[int],
+    min_overlap: float,
+    allow_mismatch: bool,
+    group: str,
+    locator: Locator | None,
+    progress: ProgressCallback | None = None,
+) -> Evaluation:
+    """One run side scored, as a task of :func:`run_tasks` (module level: ``spawn`` pickles it;
+    without ``locator`` — a spawned worker — it takes the pipeline's own)."""
+    return _scored(
+        run,
+        corpus=corpus,
+        gold=gold,
+        k=k,
+        min_overlap=min_overlap,
+        allow_mismatch=allow_mismatch,
+        progress=progress,
+        locator=locator if locator is not None else _default_locator(corpus),
+        group=group,
+    )
 
 
 def _load_all(
@@ -320,34 +352,102 @@ def _load_all(
     progress: SideProgress | None,
     group: str,
     locator: Locator | None = None,
+    jobs: int = 1,
 ) -> list[Evaluation]:
     """Every ``(label, source)`` as an evaluation, runs scored with one corpus index and, where
-    ``k``/``min_overlap`` are None, the settings of the first side that is an evaluation."""
+    ``k``/``min_overlap`` are None, the settings of the first side that is an evaluation.
+
+    With ``jobs`` > 1 and a plain :class:`Locator` (or none; an engine such as a
+    :class:`~spanchor_core.distributed.RayLocator` maps its own way), two or more runs are
+    scored concurrently, the workers sharing the driver's corpus, gold set and index; a single
+    run is mapped on ``jobs`` processes (:class:`~spanchor_core.parallel.ProcessLocator`)."""
+    count = resolve_jobs(jobs)
     known = [_as_known(source) for _, source in sides]
     reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
         k = DEFAULT_K if reference is None else reference.settings.k
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP if reference is None else reference.settings.min_overlap
+    runs = sum(not isinstance(side, Evaluation) for side in known)
+    parallel = count > 1 and (locator is None or type(locator) is Locator)
     # one index for both sides: from the persistent cache for a large corpus, else lazily
     if locator is None and corpus is not None:
         locator = _default_locator(corpus)
-    return [
-        source
-        if isinstance(source, Evaluation)
-        else _scored(
-            source,
-            corpus=corpus,
-            gold=gold,
-            k=k,
-            min_overlap=min_overlap,
-            allow_mismatch=allow_mismatch,
-            progress=None if progress is None else progress(label),
-            locator=locator,
-            group=group,
+    if parallel and runs >= 2 and corpus is not None and gold is not None:
+        labels = [label for label, _ in sides]
+        settings = _SideSettings(k, min_overlap, allow_mismatch, group)
+        return _load_concurrently(labels, known, corpus, gold, settings, progress, locator, count)
+    mapper = locator
+    if parallel and runs and corpus is not None and gold is not None:
+        mapper = ProcessLocator(corpus, jobs=count, base=locator)
+    try:
+        return [
+            source
+            if isinstance(source, Evaluation)
+            else _scored(
+                source,
+                corpus=corpus,
+                gold=gold,
+                k=k,
+                min_overlap=min_overlap,
+                allow_mismatch=allow_mismatch,
+                progress=None if progress is None else progress(label),
+                locator=mapper,
+                group=group,
+            )
+            for (label, _), source in zip(sides, known, strict=True)
+        ]
+    finally:
+        if isinstance(mapper, ProcessLocator):
+            mapper.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _SideSettings:
+    """How every run side is scored (one value, handed to each concurrent task)."""
+
+    k: Sequence[int]
+    min_overlap: float
+    allow_mismatch: bool
+    group: str
+
+
+def _load_concurrently(
+    labels: Sequence[str],
+    known: Sequence[Evaluation | Run | Path],
+    corpus: Corpus,
+    gold: GoldSet,
+    settings: _SideSettings,
+    progress: SideProgress | None,
+    locator: Locator | None,
+    jobs: int,
+) -> list[Evaluation]:
+    """The runs among ``known`` scored by :func:`run_tasks`, one task per run, in order. The
+    index is built before the workers fork (they inherit it); spawned workers take their own."""
+    shared = locator if locator is not None else _default_locator(corpus)
+    shared.build_index(normalised=True)
+    inherited = default_start_method() == "fork"
+    tasks: list[Callable[[], Evaluation]] = []
+    for label, source in zip(labels, known, strict=True):
+        if isinstance(source, Evaluation):
+            continue
+        first = not tasks  # the driver scores the first run: its progress bar is drawn
+        tasks.append(
+            functools.partial(
+                _score_side,
+                source,
+                corpus,
+                gold,
+                settings.k,
+                settings.min_overlap,
+                settings.allow_mismatch,
+                settings.group,
+                shared if inherited or first else None,
+                progress(label) if progress is not None and first else None,
+            )
         )
-        for (label, _), source in zip(sides, known, strict=True)
-    ]
+    scored = iter(run_tasks(tasks, jobs))
+    return [side if isinstance(side, Evaluation) else next(scored) for side in known]
 
 
 def load_sides(
@@ -362,6 +462,7 @@ def load_sides(
     progress: SideProgress | None = None,
     group: str = "auto",
     locator: Locator | None = None,
+    jobs: int = 1,
 ) -> tuple[tuple[Evaluation, ...], Evaluation]:
     """:func:`load_pair` for one or more baselines (repeated runs of one configuration).
 
@@ -385,6 +486,7 @@ def load_sides(
         progress=progress,
         group=group,
         locator=locator,
+        jobs=jobs,
     )
     return tuple(loaded[:-1]), loaded[-1]
 
@@ -457,6 +559,7 @@ def run_evaluation(
     progress: ProgressCallback | None = None,
     group: str = "auto",
     locator: Locator | None = None,
+    jobs: int = 1,
 ) -> EvaluationOutcome:
     """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
 
@@ -464,24 +567,36 @@ def run_evaluation(
     fail with :class:`InputError`, or ignore), then the gold set against the documents and the
     run's provenance (:func:`score_run`). A run none of whose records matches a gold query is
     an :class:`InputError`: scoring it would report a pass on nothing. ``locator`` (built on
-    the same documents, e.g. a :class:`~spanchor_core.distributed.RayLocator`) maps the results.
+    the same documents, e.g. a :class:`~spanchor_core.distributed.RayLocator`) maps the results;
+    without one, ``jobs`` processes do (0: one per CPU; :mod:`spanchor_core.parallel`), with
+    the same evaluation as one.
     """
     if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
         raise InputError(f"max_unmapped_rate must be between 0 and 1, got {max_unmapped_rate}")
     documents = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, globs=tuple(globs))
     gold_set = gold if isinstance(gold, GoldSet) else read_gold(gold)
     warnings = _gold_hash_warning(gold_set, expected_gold_hash, gold_hash_policy)
+    count = resolve_jobs(jobs)
     opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
-    evaluation = _score(
-        opened,
-        documents,
-        gold_set,
-        k=k,
-        min_overlap=min_overlap,
-        locator=locator if locator is not None else pipeline_locator(documents),
-        progress=progress,
-        group=group,
-    )
+    owned = None
+    if locator is None:
+        locator = pipeline_locator(documents)
+        if count > 1:
+            locator = owned = ProcessLocator(documents, jobs=count, base=locator)
+    try:
+        evaluation = _score(
+            opened,
+            documents,
+            gold_set,
+            k=k,
+            min_overlap=min_overlap,
+            locator=locator,
+            progress=progress,
+            group=group,
+        )
+    finally:
+        if owned is not None:
+            owned.close()
     records = opened.records_read if isinstance(opened, RunStream) else len(opened.records)
     if records and len(evaluation.missing_in_run) == len(evaluation):
         where = gold_set.path if gold_set.path is not None else "the gold set"
@@ -577,6 +692,7 @@ def run_gate(
     policy_base: Path | None = None,
     progress: SideProgress | None = None,
     engine: Callable[[Corpus], Locator] | None = None,
+    jobs: int | None = None,
 ) -> GateOutcome:
     """Evaluate both sides as needed and compare them under the configured policy.
 
@@ -587,7 +703,16 @@ def run_gate(
     ``progress(side)`` may return a progress callback for evaluating ``"baseline"`` or
     ``"candidate"`` (see :func:`spanchor_core.evaluate.evaluate`). ``engine(corpus)`` gives the
     locator both sides are mapped with (e.g. a :class:`~spanchor_core.distributed.RayLocator`).
+    ``jobs`` (default ``config.jobs``; 0: one per CPU) scores the sides concurrently when two or
+    more are runs, sharing one corpus, gold set and index (:mod:`spanchor_core.parallel`);
+    the outcome is the same as with 1. It cannot be combined with ``engine``.
     """
+    count = resolve_jobs(config.jobs if jobs is None else jobs)
+    if engine is not None and count > 1:
+        raise InputError(
+            f"jobs={count} and an engine cannot be combined",
+            hint="map on the engine (jobs=1), or on local processes (no engine)",
+        )
     corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
     paths = config.baseline_paths
@@ -606,6 +731,7 @@ def run_gate(
         progress=progress,
         group=config.group,
         locator=locator,
+        jobs=count,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     members: tuple[Evaluation, ...] = ()
@@ -682,13 +808,15 @@ def run_noise(
     group: str = "auto",
     policy: Policy | None = None,
     progress: SideProgress | None = None,
+    jobs: int = 1,
 ) -> NoiseOutcome:
     """Score (or read) N repeated baselines and measure how much they disagree.
 
     Run files need ``docs`` and ``gold``; all baselines must be of one gold set and corpus
     (:class:`InputError` naming the odd file). Flakiness counts differences larger than the
     policy's noise floor. Without ``policy``, the default one (:func:`compare`'s) names the
-    gated metrics.
+    gated metrics. ``jobs`` (0: one per CPU) scores the runs concurrently, with the same
+    outcome (:mod:`spanchor_core.parallel`).
     """
     paths = [Path(p) for p in baselines]
     corpus = load_corpus(docs, globs=tuple(globs)) if docs is not None else None
@@ -707,6 +835,7 @@ def run_noise(
         allow_mismatch=allow_mismatch,
         progress=progress,
         group=group,
+        jobs=jobs,
     )
     labelled = sorted(zip(map(str, paths), loaded, strict=True), key=lambda pair: pair[0])
     if policy is None:

@@ -88,6 +88,10 @@ class SpanchorSettings(BaseModel):
     group: str = "auto"
     """How several records of one query are scored (:mod:`spanchor_core.grouping`): ``auto``,
     ``first``, ``union``, ``stage:NAME`` or ``source:NAME``."""
+    jobs: int = Field(default=1, ge=0, strict=True)
+    """Processes that map and score the runs (:mod:`spanchor_core.parallel`): the sides of a
+    gate concurrently, or one run's results split between them; 0 is one per CPU. The results
+    are the same as with 1."""
 
     @field_validator("group")
     @classmethod

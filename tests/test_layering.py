@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gold", "runs", "grouping"),
     ("locate", "metrics"),
     ("evaluate", "index_store"),
-    ("policy", "compare", "diagnosis", "distributed"),
+    ("policy", "compare", "diagnosis", "distributed", "parallel"),
     ("settings", "pipeline", "schema"),
     ("render", "authoring", "importers"),
     ("testing", "cli"),

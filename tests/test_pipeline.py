@@ -175,3 +175,19 @@ def test_policy_with_drops() -> None:
     again = policy_with_drops(policy, {"recall@5": 0.2, "precision@5": 0.3})
     assert again is not None
     assert dict(again.max_drop) == {"recall@5": 0.2, "precision@5": 0.3}
+
+
+@pytest.mark.parametrize("jobs", [2, 0])
+def test_load_pair_on_several_processes_gives_the_same_evaluations(jobs: int) -> None:
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    one = load_pair(BASE, CAND, corpus=corpus, gold=gold)
+    many = load_pair(BASE, CAND, corpus=corpus, gold=gold, jobs=jobs)
+    for single, parallel in zip(one, many, strict=True):
+        assert parallel.queries == single.queries
+        assert parallel.mapping == single.mapping
+        assert parallel.records == single.records
+
+
+def test_load_pair_rejects_negative_jobs() -> None:
+    with pytest.raises(InputError, match="jobs must be"):
+        load_pair(BASE, CAND, corpus=load_corpus(DOCS), gold=read_gold(GOLD), jobs=-2)

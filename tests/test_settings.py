@@ -86,3 +86,39 @@ def test_not_toml(tmp_path: Path) -> None:
     path.write_text("[tool.spanchor\n", encoding="utf-8")
     with pytest.raises(EvaluationFileError, match="not valid TOML"):
         read_settings(path)
+
+
+def test_jobs_defaults_to_one_process(tmp_path: Path) -> None:
+    assert read_settings(None).jobs == 1
+    assert read_settings(_pyproject(tmp_path, "jobs = 0")).jobs == 0  # one per CPU
+
+
+def test_jobs_from_the_file_and_the_command_line_wins(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path, 'baseline = "b.jsonl"\ncandidate = "c.jsonl"\njobs = 3')
+    assert gate_config_from_pyproject(path).jobs == 3
+    assert gate_config_from_pyproject(path, jobs=1).jobs == 1
+
+
+@pytest.mark.parametrize("value", ["-1", "true", "2.5", '"2"'])
+def test_bad_jobs_is_a_settings_error_naming_the_key(tmp_path: Path, value: str) -> None:
+    path = _pyproject(tmp_path, f"jobs = {value}")
+    with pytest.raises(EvaluationFileError, match=r"\[tool.spanchor\] jobs"):
+        read_settings(path)
+
+
+def test_cli_gate_reads_jobs_from_the_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quickstart = Path(__file__).parents[1] / "examples" / "quickstart"
+    outputs = []
+    for jobs in (1, 2):
+        settings = tmp_path / f"spanchor-{jobs}.toml"
+        text = (quickstart / "spanchor.toml").read_text(encoding="utf-8")
+        text = text.replace('docs = "docs"', f'docs = "{quickstart / "docs"}"\njobs = {jobs}')
+        for name in ("gold.jsonl", "runs/baseline.jsonl", "runs/candidate.jsonl"):
+            text = text.replace(f'"{name}"', f'"{quickstart / name}"')
+        settings.write_text(text, encoding="utf-8")
+        assert gate_config_from_pyproject(settings).jobs == jobs
+        assert main(["gate", "--config", str(settings), "-q"]) == 1  # the candidate regresses
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]

@@ -80,7 +80,28 @@ ShardsOption = Annotated[
     ),
 ]
 
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=0,
+        metavar="N",
+        help="Map and score on N processes of this machine sharing one index (0: one per "
+        "CPU); a gate scores its sides concurrently. Same results as with 1.",
+    ),
+]
+
 __all__ = ["compare_command", "evaluate", "gate"]
+
+
+def _local_jobs(jobs: int | None, ray: str | None) -> int | None:
+    """``--jobs`` as given; with ``--ray`` the mapping is Ray's, so ``--jobs`` must be 1."""
+    if ray is not None and jobs not in {None, 1}:
+        raise typer.BadParameter(
+            "--jobs and --ray cannot be combined: choose one", param_hint="--jobs"
+        )
+    return 1 if ray is not None else jobs
 
 
 def evaluate(
@@ -133,6 +154,7 @@ def evaluate(
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
     shards: ShardsOption = 1,
+    jobs: JobsOption = None,
 ) -> None:
     """Map a run's results onto the documents and score every gold query.
 
@@ -141,6 +163,7 @@ def evaluate(
     OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
         run, "the run"
     ).write(output, "-o", EVALUATION_KIND).write(report, "-r").check()
+    local = _local_jobs(jobs, ray)
     source = None if glob else docs  # with other globs, the corpus is shipped to the workers
     engine = (
         None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
@@ -160,6 +183,7 @@ def evaluate(
             gold_hash_policy=corpus_mismatch_policy,
             progress=progress(run.name),
             locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
+            jobs=1 if local is None else local,
         )
     evaluation = outcome.evaluation
     err = err_console()
@@ -363,6 +387,7 @@ def compare_command(
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
     shards: ShardsOption = 1,
+    jobs: JobsOption = None,
 ) -> None:
     """Compare a candidate with a baseline; exit 1 on any regression.
 
@@ -371,6 +396,7 @@ def compare_command(
 
     Example: spanchor compare base.json cand.json --policy policy.json -o comparison.json
     """
+    local = _local_jobs(jobs, ray)
     config = GateConfig(
         docs=docs,
         gold=gold,
@@ -381,6 +407,7 @@ def compare_command(
         globs=globs(glob),
         seed=seed,
         allow_mismatch=allow_mismatch,
+        jobs=1 if local is None else local,
     )
     # spanchor 0.x's flags gate recall@5 and precision@5, and win over the policy file
     chosen = policy_with_drops(
@@ -463,6 +490,7 @@ def gate(
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
     shards: ShardsOption = 1,
+    jobs: JobsOption = None,
 ) -> None:
     """Evaluate baseline and candidate, compare them, and exit with the verdict (0 / 1 / 2 / 3).
 
@@ -491,6 +519,7 @@ def gate(
         max_unmapped_rate=max_unmapped_rate,
         allow_mismatch=allow_mismatch,
         group=group,
+        jobs=_local_jobs(jobs, ray),
     )
     policy_file = config.policy if isinstance(config.policy, Path) else None
     _plan(config, policy_file, config.json_output, config.report, config.junit, config.html).read(

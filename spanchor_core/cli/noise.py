@@ -103,6 +103,16 @@ def noise_command(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=0,
+            metavar="N",
+            help="Score the runs on N processes of this machine (0: one per CPU); same results.",
+        ),
+    ] = 1,
 ) -> None:
     """Measure how much repeated baselines of one configuration disagree.
 
@@ -127,6 +137,7 @@ def noise_command(
         globs=globs(glob),
         allow_mismatch=allow_mismatch,
         policy=chosen,
+        jobs=jobs,
     )
     console = out_console()
     if not quiet:
