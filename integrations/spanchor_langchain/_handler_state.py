@@ -132,8 +132,9 @@ class HandlerState:
         retrieval = self.retrievals.pop(run_id, None)
         if retrieval is None:  # its start was not seen (handler attached mid-run)
             return None
-        if documents and retrieval.root != run_id:
-            trace = self.traces.get(retrieval.root)
+        root = retrieval.root
+        if documents and root is not run_id and root != run_id:
+            trace = self.traces.get(root)
             if trace is not None and isinstance(documents, list | tuple):
                 trace.retrieved(documents)
         return retrieval if self.kept(retrieval) else None

@@ -31,6 +31,7 @@ metadata). :func:`document_lists` finds such lists in a step's outputs (see its 
 from __future__ import annotations
 
 import functools
+import itertools
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -233,25 +234,25 @@ def documents_to_entries(
     a function. Raises ``TypeError`` where :func:`documents_to_results` or writing would."""
     entries = ResultEntries()
     append = entries.append
-    rank = 0
-    for item in documents:
-        rank += 1
-        if max_results is not None and rank > max_results:
-            break
+    first_key = score_keys[0] if score_keys else None
+    items = documents if max_results is None else itertools.islice(documents, max_results)
+    for rank, item in enumerate(items, 1):
         pair_score: float | None = None
-        if item.__class__ is Document:  # the usual case: a plain Document, read once each
-            document = item
-        elif type(item) is tuple and len(item) == 2 and _is_score(item[1]):
-            document, pair_score = item[0], float(item[1])
-        else:
-            document = None
-        text = document.page_content if document.__class__ is Document else None
+        document: Any = item
+        if item.__class__ is not Document:  # the usual case is a plain Document, read once
+            if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+                document, pair_score = item[0], float(item[1])
+            if document.__class__ is not Document:
+                # dicts, strings, Document subclasses and look-alikes: the general conversion
+                (result,) = _convert([item], rule, score_keys, None, rank)
+                append(result_entry(*astuple_result(result)))
+                continue
+        text = document.page_content
+        metadata = document.metadata
         if type(text) is not str:
-            # dicts, strings, Document subclasses and look-alikes: the general conversion
             (result,) = _convert([item], rule, score_keys, None, rank)
             append(result_entry(*astuple_result(result)))
             continue
-        metadata = document.metadata  # type: ignore[union-attr]
         if type(metadata) is not dict:
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
         start = metadata.get("start_index")
@@ -259,19 +260,15 @@ def documents_to_entries(
             end: int | None = start + len(text)
         else:
             start = end = None
-        doc_id = rule(document) if rule is not None else None  # type: ignore[arg-type]
+        doc_id = None if rule is None else rule(document)
         if doc_id is not None and type(doc_id) is not str:
             raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
         if pair_score is not None:
             score: float | None = pair_score
         else:
-            score = None
-            for key in score_keys:  # _score, inlined for its common case
-                value = metadata.get(key)
-                if value is not None:
-                    score = value if type(value) is float else _score(metadata, (key,))
-                    if score is not None:
-                        break
+            score = None if first_key is None else metadata.get(first_key)
+            if type(score) is not float:  # absent, an int, numpy, not a number: the full rule
+                score = _score(metadata, score_keys)
         if score is not None and score - score != 0.0:
             score = None  # NaN or infinite: unknown
         append(
