@@ -50,8 +50,8 @@ def retrieval_line(
         query, extra = line_query(gold, question, own)
         if extra:
             metadata = {**metadata, **extra}
+    # Run ids go to the recorder as UUIDs: the encoder writes their text (as ``str`` would).
     run_id = retrieval.run_id
-    run_text = str(run_id)
     root = retrieval.root
     parent = retrieval.parent
     return (
@@ -62,10 +62,9 @@ def retrieval_line(
         error,
         retrieval.name,
         "retrieval",
-        # a top-level retriever is its own trace: one UUID formatted once
-        run_text if root is run_id else str(root),
-        run_text,
-        None if parent is None else str(parent),
+        root if type(root) is UUID else str(root),
+        run_id if type(run_id) is UUID else str(run_id),
+        None if parent is None else parent if type(parent) is UUID else str(parent),
         retrieval.sequence,
         metadata,
     )

@@ -239,10 +239,10 @@ def documents_to_entries(
     for rank, item in enumerate(items, 1):
         pair_score: float | None = None
         document: Any = item
-        if item.__class__ is not Document:  # the usual case is a plain Document, read once
+        if type(item) is not Document:  # the usual case is a plain Document, read once
             if type(item) is tuple and len(item) == 2 and _is_score(item[1]):
                 document, pair_score = item[0], float(item[1])
-            if document.__class__ is not Document:
+            if type(document) is not Document:
                 # dicts, strings, Document subclasses and look-alikes: the general conversion
                 (result,) = _convert([item], rule, score_keys, None, rank)
                 append(result_entry(*astuple_result(result)))

@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
+from uuid import UUID
 
 from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
 from spanchor_core.runs import Stage  # not exported at the top level yet
@@ -165,9 +166,9 @@ class Recording:
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import ValidationError
 
@@ -266,9 +267,9 @@ class RunRecorder:
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
@@ -276,7 +277,8 @@ class RunRecorder:
 
         ``results`` may mix :class:`RetrievedResult` and plain dicts (see
         :func:`result_from_mapping`; a dict without a rank gets its position). The provenance
-        keywords are those of :class:`RetrievalRecord`; absent ones are not written.
+        keywords are those of :class:`RetrievalRecord`; absent ones are not written. The run
+        ids may be ``uuid.UUID`` objects (written as their canonical text, as ``str`` gives).
         """
         try:
             matched = True
@@ -316,9 +318,9 @@ class RunRecorder:
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:

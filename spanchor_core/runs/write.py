@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from spanchor_core import _io
 from spanchor_core._io import atomic_write
@@ -136,12 +137,17 @@ def _error_text(error: str | BaseException | None) -> str | None:
     raise TypeError(f"error must be a string or an exception, got {type(error).__name__}")
 
 
+# Run ids may be given as UUIDs: both encoders write a UUID as its canonical text (orjson
+# natively, the stdlib through ``str``), so formatting it is left to the C encoder.
+_ID_TYPES: frozenset[type] = frozenset({str, UUID})
+
+
 def provenance_payload(
     source: str | None,
     stage: str | None,
-    trace_id: str | None,
-    run_id: str | None,
-    parent_run_id: str | None,
+    trace_id: str | UUID | None,
+    run_id: str | UUID | None,
+    parent_run_id: str | UUID | None,
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
@@ -153,9 +159,9 @@ def add_provenance(
     payload: dict[str, Any],
     source: str | None,
     stage: str | None,
-    trace_id: str | None,
-    run_id: str | None,
-    parent_run_id: str | None,
+    trace_id: str | UUID | None,
+    run_id: str | UUID | None,
+    parent_run_id: str | UUID | None,
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
@@ -169,14 +175,14 @@ def add_provenance(
         payload["source"] = source if type(source) is str else optional_str(source, "source")
     if trace_id is not None:
         payload["trace_id"] = (
-            trace_id if type(trace_id) is str else optional_str(trace_id, "trace_id")
+            trace_id if type(trace_id) in _ID_TYPES else optional_str(trace_id, "trace_id")
         )
     if run_id is not None:
-        payload["run_id"] = run_id if type(run_id) is str else optional_str(run_id, "run_id")
+        payload["run_id"] = run_id if type(run_id) in _ID_TYPES else optional_str(run_id, "run_id")
     if parent_run_id is not None:
         payload["parent_run_id"] = (
             parent_run_id
-            if type(parent_run_id) is str
+            if type(parent_run_id) in _ID_TYPES
             else optional_str(parent_run_id, "parent_run_id")
         )
     if stage is not None:
@@ -270,9 +276,9 @@ def record_line(
     error: str | BaseException | None,
     source: str | None = None,
     stage: str | None = None,
-    trace_id: str | None = None,
-    run_id: str | None = None,
-    parent_run_id: str | None = None,
+    trace_id: str | UUID | None = None,
+    run_id: str | UUID | None = None,
+    parent_run_id: str | UUID | None = None,
     sequence: int | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> bytes:
