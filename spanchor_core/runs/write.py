@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -137,6 +138,8 @@ def _error_text(error: str | BaseException | None) -> str | None:
     raise TypeError(f"error must be a string or an exception, got {type(error).__name__}")
 
 
+_text_of = itemgetter("text")
+
 # Run ids may be given as UUIDs: both encoders write a UUID as its canonical text (orjson
 # natively, the stdlib through ``str``), so formatting it is left to the C encoder.
 _ID_TYPES: frozenset[type] = frozenset({str, UUID})
@@ -258,11 +261,7 @@ def _base_object(
     }
     # Each character is at least one byte: a record whose texts alone are over the limit is
     # refused before it is encoded (which would cost several times its size in memory).
-    characters = len(query)
-    for result in payload:
-        text = result["text"]
-        if text is not None:
-            characters += len(text)
+    characters = len(query) + sum(map(len, filter(None, map(_text_of, payload))))
     if characters > _io.MAX_LINE_BYTES:
         _too_large(characters, "characters of text")
     return line
