@@ -222,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         f"wrapper {wrapper:+.1f} µs over bare (target <= {target:.0f} µs; wall clock on a "
         "loaded machine varies, CPU figures less)"
     )
+    # Issue 10's bar: the whole callback handler (LangChain's dispatch included) over bare.
+    over_bare = summary["SpanchorCallbackHandler"][0] - base_median
+    print(
+        f"{'PASS' if over_bare <= 40.0 else 'FAIL'}: handler {over_bare:+.1f} µs over bare, "
+        "LangChain's dispatch included (issue 10: <= 40 µs)"
+    )
     return 0 if all(count == expected for count in recorded.values()) else 1
 
 

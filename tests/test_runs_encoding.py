@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from spanchor_core.runs import encoding
 from spanchor_core.runs.encoding import encode_line
+from spanchor_core.runs.write import record_line
 
 pytestmark = pytest.mark.skipif(encoding._orjson is None, reason="orjson is not installed")
 
@@ -131,3 +132,35 @@ _json = st.recursive(
 def test_any_json_value_encodes_alike_on_both_paths(value: Any) -> None:
     fast, slow = _both({"v": value})
     assert json.loads(fast) == json.loads(slow)
+
+
+@pytest.mark.parametrize(
+    "run_id", [uuid.UUID(int=0), uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e"), uuid.uuid4()]
+)
+@pytest.mark.parametrize("text", ["plain", "lone \ud800 surrogate", "nan in metadata"])
+def test_run_ids_given_as_uuids_write_the_bytes_of_their_text(run_id: uuid.UUID, text: str) -> None:
+    # orjson formats UUIDs itself; the stdlib paths (lone surrogates, NaN) go through str().
+    metadata = {"x": math.nan} if text.startswith("nan") else {"k": 1}
+    for use_orjson in (True, False):
+        saved = encoding._orjson
+        if not use_orjson:
+            encoding._orjson = None
+        try:
+            as_uuid = record_line(
+                "q1", text, [], 1.5, None, "s", "retrieval", run_id, run_id, run_id, 2, metadata
+            )
+            as_text = record_line(
+                "q1", text, [], 1.5, None, "s", "retrieval",
+                str(run_id), str(run_id), str(run_id), 2, metadata,
+            )  # fmt: skip
+        finally:
+            encoding._orjson = saved
+        assert as_uuid == as_text
+        assert json.loads(as_uuid)["run_id"] == str(run_id)
+
+
+def test_run_ids_of_other_types_are_refused() -> None:
+    with pytest.raises(TypeError, match="run_id must be a string"):
+        record_line("q1", "q", [], None, None, run_id=7)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="trace_id must be a string"):
+        record_line("q1", "q", [], None, None, trace_id=b"x")  # type: ignore[arg-type]

@@ -95,32 +95,42 @@ class HandlerState:
         metadata: Mapping[str, Any] | None,
         started: float,
     ) -> None:
-        trace: Trace | None = None
-        outer: UUID | None = None
-        if parent_run_id is None:
-            root = run_id
-        else:
-            self.parents[run_id] = parent_run_id
-            root = self.root_of(parent_run_id)
-            trace = self._trace(root)
-            outer = self.enclosing.get(parent_run_id)
-            if outer is not None:
-                enclosing = self.retrievals.get(outer)
-                if enclosing is not None:
-                    enclosing.has_inner = True
         if self.nested != "all":  # "all" needs no nesting, so tracks none
             self.enclosing[run_id] = run_id
+        if parent_run_id is None:  # a retriever called directly: its own trace
+            self.retrievals[run_id] = Retrieval(
+                run_id,
+                query if isinstance(query, str) else str(query),
+                None,
+                query_id,
+                started,
+                False,
+                None,
+                run_id,
+                name if isinstance(name, str) else None,
+                0,
+                line_metadata(tags, metadata),
+            )
+            return
+        self.parents[run_id] = parent_run_id
+        root = self.root_of(parent_run_id)
+        trace = self._trace(root)
+        outer = self.enclosing.get(parent_run_id)
+        if outer is not None:
+            enclosing = self.retrievals.get(outer)
+            if enclosing is not None:
+                enclosing.has_inner = True
         self.retrievals[run_id] = Retrieval(
             run_id,
             query if isinstance(query, str) else str(query),
-            None if trace is None else trace.question,
-            query_id if query_id is not None or trace is None else trace.query_id,
+            trace.question,
+            query_id if query_id is not None else trace.query_id,
             started,
             outer is not None,
             parent_run_id,
             root,
             name if isinstance(name, str) else None,
-            0 if trace is None else trace.next(),
+            trace.next(),
             line_metadata(tags, metadata),
         )
 
@@ -132,8 +142,9 @@ class HandlerState:
         retrieval = self.retrievals.pop(run_id, None)
         if retrieval is None:  # its start was not seen (handler attached mid-run)
             return None
-        if documents and retrieval.root != run_id:
-            trace = self.traces.get(retrieval.root)
+        root = retrieval.root
+        if documents and root is not run_id and root != run_id:
+            trace = self.traces.get(root)
             if trace is not None and isinstance(documents, list | tuple):
                 trace.retrieved(documents)
         return retrieval if self.kept(retrieval) else None

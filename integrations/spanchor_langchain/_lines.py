@@ -32,23 +32,42 @@ def line_query(gold: GoldSet | None, question: str | None, own: str) -> tuple[st
     return question, {"retriever_query": own}
 
 
-def retrieval_line(retrieval: Retrieval, ended: float, gold: GoldSet | None) -> dict[str, Any]:
-    """The keyword arguments of a retrieval line (documents and error are the caller's)."""
-    query, extra = line_query(gold, retrieval.question, retrieval.query)
-    run_id = str(retrieval.run_id)
-    return {
-        "query": query,
-        "query_id": retrieval.query_id,
-        "latency_ms": (ended - retrieval.started) * 1000.0,
-        "source": retrieval.name,
-        "stage": "retrieval",
-        # a top-level retriever is its own trace: one UUID formatted once
-        "trace_id": run_id if retrieval.root is retrieval.run_id else str(retrieval.root),
-        "run_id": run_id,
-        "parent_run_id": None if retrieval.parent is None else str(retrieval.parent),
-        "sequence": retrieval.sequence,
-        "metadata": {**retrieval.metadata, **extra} if extra else retrieval.metadata,
-    }
+def retrieval_line(
+    retrieval: Retrieval,
+    documents: Any,
+    error: str | BaseException | None,
+    ended: float,
+    gold: GoldSet | None,
+) -> tuple[Any, ...]:
+    """The arguments of a retrieval line, in the order of
+    :meth:`~spanchor_langchain.recording.Recording.record` (a tuple: this runs on every
+    retrieval)."""
+    own = retrieval.query
+    question = retrieval.question
+    metadata = retrieval.metadata
+    query = own
+    if question is not None and question != own:
+        query, extra = line_query(gold, question, own)
+        if extra:
+            metadata = {**metadata, **extra}
+    # Run ids go to the recorder as UUIDs: the encoder writes their text (as ``str`` would).
+    run_id = retrieval.run_id
+    root = retrieval.root
+    parent = retrieval.parent
+    return (
+        query,
+        documents,
+        retrieval.query_id,
+        (ended - retrieval.started) * 1000.0,
+        error,
+        retrieval.name,
+        "retrieval",
+        root if type(root) is UUID else str(root),
+        run_id if type(run_id) is UUID else str(run_id),
+        None if parent is None else parent if type(parent) is UUID else str(parent),
+        retrieval.sequence,
+        metadata,
+    )
 
 
 def context_lines(root: UUID, trace: Trace) -> list[dict[str, Any]]:

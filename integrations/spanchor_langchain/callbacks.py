@@ -39,9 +39,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import warnings
 from collections.abc import Mapping, Sequence
+from time import perf_counter
 from typing import Any, Final, Literal
 from uuid import UUID
 
@@ -264,13 +264,13 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
-            started = time.perf_counter()
-            query_id = self._recording.query_id(metadata)
-            name = kwargs.get("name")
+            started = perf_counter()
+            query_id = self._recording.query_id(metadata) if metadata else None
             with self._lock:
                 self._state.start_retrieval(
-                    run_id, parent_run_id, query, query_id, name, tags, metadata, started
-                )
+                    run_id, parent_run_id, query, query_id, kwargs.get("name"), tags, metadata,
+                    started,
+                )  # fmt: skip
         except Exception as exc:
             self._failed(exc)
 
@@ -302,7 +302,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None,
     ) -> None:
         try:
-            ended = time.perf_counter()
+            ended = perf_counter()
             with self._lock:
                 retrieval = self._state.finish_retrieval(run_id, documents)
             if retrieval is not None:
@@ -370,7 +370,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
                     tags,
                     metadata,
                     None if parent_run_id is not None else self._recording.query_id(metadata),
-                    time.perf_counter(),
+                    perf_counter(),
                     question_of,
                 )
         except Exception as exc:
@@ -420,7 +420,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         lists: list[tuple[str | None, Sequence[Any]]] | None = None,
     ) -> None:
         try:
-            ended = time.perf_counter()
+            ended = perf_counter()
             if lists is None:
                 lists = document_lists(outputs) if self.contexts and outputs is not None else []
             with self._lock:
@@ -441,7 +441,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         """Offer a document list as context of the trace ``parent_run_id`` belongs to; return
         whether the handler knows that trace (else the caller writes the line itself)."""
         with self._lock:
-            return self._state.offer(documents, parent_run_id, source, time.perf_counter())
+            return self._state.offer(documents, parent_run_id, source, perf_counter())
 
     def write_line(self, query: str, documents: Sequence[Any], **provenance: Any) -> None:
         """Write one line now (outside any known trace)."""
@@ -457,9 +457,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         ended: float,
         error: str | BaseException | None,
     ) -> None:
-        self._recording.record(
-            documents=documents, error=error, **retrieval_line(retrieval, ended, self._gold)
-        )
+        self._recording.record(*retrieval_line(retrieval, documents, error, ended, self._gold))
         self._written += 1
 
     def _write_contexts(self, root: UUID, trace: Trace) -> None:
@@ -476,7 +474,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
 
     def _write_abandoned(self, retrieval: Retrieval, reason: str) -> None:
         if self._state.kept(retrieval):
-            self._write_retrieval(retrieval, None, time.perf_counter(), reason)
+            self._write_retrieval(retrieval, None, perf_counter(), reason)
 
     # -- failures -----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ metadata). :func:`document_lists` finds such lists in a step's outputs (see its 
 from __future__ import annotations
 
 import functools
+import itertools
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -233,25 +234,27 @@ def documents_to_entries(
     a function. Raises ``TypeError`` where :func:`documents_to_results` or writing would."""
     entries = ResultEntries()
     append = entries.append
-    rank = 0
-    for item in documents:
-        rank += 1
-        if max_results is not None and rank > max_results:
-            break
-        pair_score: float | None = None
-        if item.__class__ is Document:  # the usual case: a plain Document, read once each
+    first_key = score_keys[0] if score_keys else _NO_KEY
+    items = documents if max_results is None else itertools.islice(documents, max_results)
+    for rank, item in enumerate(items, 1):
+        if type(item) is Document:  # the usual case: a plain Document, read once
             document = item
-        elif type(item) is tuple and len(item) == 2 and _is_score(item[1]):
+            pair_score: float | None = None
+        elif (
+            type(item) is tuple
+            and len(item) == 2
+            and type(item[0]) is Document
+            and _is_score(item[1])
+        ):
             document, pair_score = item[0], float(item[1])
-        else:
-            document = None
-        text = document.page_content if document.__class__ is Document else None
-        if type(text) is not str:
-            # dicts, strings, Document subclasses and look-alikes: the general conversion
-            (result,) = _convert([item], rule, score_keys, None, rank)
-            append(result_entry(*astuple_result(result)))
+        else:  # dicts, strings, Document subclasses and look-alikes: the general conversion
+            append(_general_entry(item, rank, rule, score_keys))
             continue
-        metadata = document.metadata  # type: ignore[union-attr]
+        text = document.page_content
+        if type(text) is not str:
+            append(_general_entry(item, rank, rule, score_keys))
+            continue
+        metadata = document.metadata
         if type(metadata) is not dict:
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
         start = metadata.get("start_index")
@@ -259,19 +262,17 @@ def documents_to_entries(
             end: int | None = start + len(text)
         else:
             start = end = None
-        doc_id = rule(document) if rule is not None else None  # type: ignore[arg-type]
-        if doc_id is not None and type(doc_id) is not str:
-            raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
-        if pair_score is not None:
-            score: float | None = pair_score
+        doc_id = None
+        if rule is not None:
+            doc_id = rule(document)
+            if doc_id is not None and type(doc_id) is not str:
+                raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
+        if pair_score is None:
+            score = metadata.get(first_key)
+            if type(score) is not float:  # absent, an int, numpy, not a number: the full rule
+                score = _score(metadata, score_keys)
         else:
-            score = None
-            for key in score_keys:  # _score, inlined for its common case
-                value = metadata.get(key)
-                if value is not None:
-                    score = value if type(value) is float else _score(metadata, (key,))
-                    if score is not None:
-                        break
+            score = pair_score
         if score is not None and score - score != 0.0:
             score = None  # NaN or infinite: unknown
         append(
@@ -286,6 +287,21 @@ def documents_to_entries(
             }
         )
     return entries
+
+
+_NO_KEY: Final = object()  # no score keys: a key no metadata holds
+
+
+def _general_entry(
+    item: Any,
+    rank: int,
+    rule: Callable[[Document], str | None] | None,
+    score_keys: tuple[str, ...],
+) -> dict[str, Any]:
+    """One item the hot path does not read itself, converted as :func:`documents_to_results`
+    converts it, then checked as the writer checks results."""
+    (result,) = _convert([item], rule, score_keys, None, rank)
+    return result_entry(*astuple_result(result))
 
 
 def astuple_result(result: RetrievedResult) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
+from uuid import UUID
 
 from spanchor_core import Corpus, GoldSet, RecorderError, RunRecorder
 from spanchor_core.runs import Stage  # not exported at the top level yet
@@ -160,19 +161,19 @@ class Recording:
         self,
         query: Any,
         documents: Any,
-        *,
-        query_id: str | None,
-        latency_ms: float | None,
+        query_id: str | None = None,
+        latency_ms: float | None = None,
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write one line; never raises unless strict (see the module docstring)."""
+        """Write one line; never raises unless strict (see the module docstring). Called on
+        every retrieval: the recorders pass the arguments by position."""
         try:
             results = (
                 []
@@ -185,10 +186,11 @@ class Recording:
             self._failed(exc)
             return
         recorder = self.recorder
-        before = recorder.failures
+        strict = self.strict
+        before = recorder.failures if strict else 0
         try:
             recorder.record(
-                query_text(query),
+                query if type(query) is str else query_text(query),
                 results,
                 query_id=query_id,
                 latency_ms=latency_ms,
@@ -205,10 +207,10 @@ class Recording:
             # A strict recorder raises after counting the failure itself; anything else is new.
             if not (recorder.strict and isinstance(exc, RecorderError)):
                 self._failed(exc)
-            elif self.strict:
+            elif strict:
                 raise
             return
-        if self.strict and recorder.failures != before:
+        if strict and recorder.failures != before:
             error_text = recorder.last_error
             raise RecorderError(f"{recorder.path}: could not record a line: {error_text}")
 

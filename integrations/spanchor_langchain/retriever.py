@@ -23,8 +23,8 @@ instead and puts each score in a copy of the document's metadata, where every re
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
+from time import perf_counter
 from typing import Any, Literal, Self
 
 from langchain_core.callbacks import (
@@ -183,7 +183,7 @@ class RecordingRetriever(BaseRetriever):
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """Call the wrapped runnable with everything given, record the call, return its output."""
-        started = time.perf_counter()
+        started = perf_counter()
         try:
             documents = self.retriever.invoke(input, config, **kwargs)
         except BaseException as error:  # cancellation too: the line must not be lost
@@ -196,7 +196,7 @@ class RecordingRetriever(BaseRetriever):
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """:meth:`invoke` for async code; the line is written inline (one small write)."""
-        started = time.perf_counter()
+        started = perf_counter()
         try:
             documents = await self.retriever.ainvoke(input, config, **kwargs)
         except BaseException as error:  # cancellation too: the line must not be lost
@@ -213,20 +213,17 @@ class RecordingRetriever(BaseRetriever):
         started: float,
         error: BaseException | None,
     ) -> None:
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        recording = self._recording
+        latency_ms = (perf_counter() - started) * 1000.0
+        # Pydantic finds private attributes through ``__getattr__`` after a failed lookup
+        # (microseconds each); on every retrieval we read them from their dict directly.
+        private: Any = self.__pydantic_private__
+        recording: Recording = private["_recording"]
         try:
             query_id = _query_id(config, recording.query_id_key)
         except Exception:  # a hostile config object; the line is still worth writing
             query_id = None
         recording.record(
-            query,
-            documents,
-            query_id=query_id,
-            latency_ms=latency_ms,
-            error=error,
-            source=self._source,
-            stage="retrieval",
+            query, documents, query_id, latency_ms, error, private["_source"], "retrieval"
         )
 
     # BaseRetriever's abstract hooks: only reached by code that calls them directly, since

@@ -15,23 +15,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import ValidationError
 
 from spanchor_core import _io
 from spanchor_core._io import describe_validation_error, loads_strict
 from spanchor_core.errors import InputError, RecorderError, RunError
-from spanchor_core.runs.encoding import encode_line
 from spanchor_core.runs.file_models import RetrieverInfo, RunHeader
 from spanchor_core.runs.lines import header_from_object
 from spanchor_core.runs.model import RetrievedResult, Stage
 from spanchor_core.runs.query_ids import GoldLookup, lookup_query_id
-from spanchor_core.runs.write import (
-    add_provenance,
-    check_line_size,
-    header_line,
-    record_payload,
-)
+from spanchor_core.runs.write import header_line, record_line
 
 __all__ = ["RecorderTarget", "RunRecorder", "given_arguments", "open_recorder_of"]
 
@@ -272,9 +267,9 @@ class RunRecorder:
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
@@ -282,19 +277,18 @@ class RunRecorder:
 
         ``results`` may mix :class:`RetrievedResult` and plain dicts (see
         :func:`result_from_mapping`; a dict without a rank gets its position). The provenance
-        keywords are those of :class:`RetrievalRecord`; absent ones are not written.
+        keywords are those of :class:`RetrievalRecord`; absent ones are not written. The run
+        ids may be ``uuid.UUID`` objects (written as their canonical text, as ``str`` gives).
         """
         try:
             matched = True
             if query_id is None and self._gold is not None and isinstance(query, str):
                 query_id = lookup_query_id(self._gold, query)
                 matched = query_id is not None
-            payload = record_payload(query_id, query, results, latency_ms, error)
-            add_provenance(
-                payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata
-            )
-            line = encode_line(payload)
-            check_line_size(line)
+            line = record_line(
+                query_id, query, results, latency_ms, error,
+                source, stage, trace_id, run_id, parent_run_id, sequence, metadata,
+            )  # fmt: skip
             with self._lock:
                 fd = self._fd
                 if fd < 0:
@@ -302,7 +296,9 @@ class RunRecorder:
                 if _fcntl is not None:
                     _fcntl.flock(fd, _LOCK_EX)
                 try:
-                    self._write(line)
+                    written = os.write(fd, line)
+                    if written != len(line):  # the OS wrote part of it: write the rest
+                        self._write_rest(line, written)
                 finally:
                     if _fcntl is not None:
                         _fcntl.flock(fd, _LOCK_UN)
@@ -322,9 +318,9 @@ class RunRecorder:
         error: str | BaseException | None = None,
         source: str | None = None,
         stage: Stage | None = None,
-        trace_id: str | None = None,
-        run_id: str | None = None,
-        parent_run_id: str | None = None,
+        trace_id: str | UUID | None = None,
+        run_id: str | UUID | None = None,
+        parent_run_id: str | UUID | None = None,
         sequence: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
@@ -348,10 +344,13 @@ class RunRecorder:
         """Append ``data`` in one ``write`` (more only if the OS writes part of it); the
         caller holds the file lock, so a failed write can be cut off without touching
         another process's line."""
-        written = 0
+        self._write_rest(data, os.write(self._fd, data))
+
+    def _write_rest(self, data: bytes, written: int) -> None:
+        """Finish a write of which the first ``written`` bytes are out (the usual case: all
+        of them, in the one ``write`` of :meth:`record`)."""
         try:
-            written = os.write(self._fd, data)
-            if written == len(data):  # the usual case: the whole line in one call
+            if written == len(data):
                 return
             view = memoryview(data)
             while written < len(view):

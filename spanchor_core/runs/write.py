@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from spanchor_core import _io
 from spanchor_core._io import atomic_write
 from spanchor_core.errors import RunError
 from spanchor_core.runs.encoding import encode_line
 from spanchor_core.runs.file_models import RunHeader
-from spanchor_core.runs.model import STAGES, RetrievalRecord, RetrievedResult, Run
+from spanchor_core.runs.model import STAGES, RetrievedResult, Run
 from spanchor_core.runs.results import (
     finite_float,
     optional_int,
@@ -35,6 +37,7 @@ __all__ = [
     "check_line_size",
     "header_line",
     "provenance_payload",
+    "record_line",
     "record_payload",
     "result_entry",
     "write_run",
@@ -135,12 +138,19 @@ def _error_text(error: str | BaseException | None) -> str | None:
     raise TypeError(f"error must be a string or an exception, got {type(error).__name__}")
 
 
+_text_of = itemgetter("text")
+
+# Run ids may be given as UUIDs: both encoders write a UUID as its canonical text (orjson
+# natively, the stdlib through ``str``), so formatting it is left to the C encoder.
+_ID_TYPES: frozenset[type] = frozenset({str, UUID})
+
+
 def provenance_payload(
     source: str | None,
     stage: str | None,
-    trace_id: str | None,
-    run_id: str | None,
-    parent_run_id: str | None,
+    trace_id: str | UUID | None,
+    run_id: str | UUID | None,
+    parent_run_id: str | UUID | None,
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
@@ -152,9 +162,9 @@ def add_provenance(
     payload: dict[str, Any],
     source: str | None,
     stage: str | None,
-    trace_id: str | None,
-    run_id: str | None,
-    parent_run_id: str | None,
+    trace_id: str | UUID | None,
+    run_id: str | UUID | None,
+    parent_run_id: str | UUID | None,
     sequence: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
@@ -168,14 +178,14 @@ def add_provenance(
         payload["source"] = source if type(source) is str else optional_str(source, "source")
     if trace_id is not None:
         payload["trace_id"] = (
-            trace_id if type(trace_id) is str else optional_str(trace_id, "trace_id")
+            trace_id if type(trace_id) in _ID_TYPES else optional_str(trace_id, "trace_id")
         )
     if run_id is not None:
-        payload["run_id"] = run_id if type(run_id) is str else optional_str(run_id, "run_id")
+        payload["run_id"] = run_id if type(run_id) in _ID_TYPES else optional_str(run_id, "run_id")
     if parent_run_id is not None:
         payload["parent_run_id"] = (
             parent_run_id
-            if type(parent_run_id) is str
+            if type(parent_run_id) in _ID_TYPES
             else optional_str(parent_run_id, "parent_run_id")
         )
     if stage is not None:
@@ -194,18 +204,6 @@ def add_provenance(
             metadata = dict(metadata)
         payload["metadata"] = metadata  # encoded before the caller returns: no copy
     return payload
-
-
-def _record_provenance(record: RetrievalRecord) -> dict[str, Any]:
-    return provenance_payload(
-        record.source,
-        record.stage,
-        record.trace_id,
-        record.run_id,
-        record.parent_run_id,
-        record.sequence,
-        record.metadata,
-    )
 
 
 def _results_payload(
@@ -233,6 +231,22 @@ def record_payload(
     error: str | BaseException | None,
     provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A record line's JSON object: the base keys, then ``provenance`` (as
+    :func:`provenance_payload` builds it) as given."""
+    line = _base_object(query_id, query, results, latency_ms, error)
+    if provenance:
+        line.update(provenance)
+    return line
+
+
+def _base_object(
+    query_id: str | None,
+    query: str,
+    results: Iterable[RetrievedResult | Mapping[str, Any]],
+    latency_ms: float | None,
+    error: str | BaseException | None,
+) -> dict[str, Any]:
+    """The base keys of a record line, in their order, each value checked."""
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
     payload = results if type(results) is ResultEntries else _results_payload(results)
@@ -245,17 +259,38 @@ def record_payload(
         "latency_ms": _latency(latency_ms),
         "error": error if error is None or type(error) is str else _error_text(error),
     }
-    if provenance:
-        line.update(provenance)
     # Each character is at least one byte: a record whose texts alone are over the limit is
     # refused before it is encoded (which would cost several times its size in memory).
-    characters = len(query)
-    for result in payload:
-        text = result["text"]
-        if text is not None:
-            characters += len(text)
+    characters = len(query) + sum(map(len, filter(None, map(_text_of, payload))))
     if characters > _io.MAX_LINE_BYTES:
         _too_large(characters, "characters of text")
+    return line
+
+
+def record_line(
+    query_id: str | None,
+    query: str,
+    results: Iterable[RetrievedResult | Mapping[str, Any]],
+    latency_ms: float | None,
+    error: str | BaseException | None,
+    source: str | None = None,
+    stage: str | None = None,
+    trace_id: str | UUID | None = None,
+    run_id: str | UUID | None = None,
+    parent_run_id: str | UUID | None = None,
+    sequence: int | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> bytes:
+    """One record line's bytes, newline included: what the recorder and :func:`write_run`
+    write. The object of :func:`record_payload` with the provenance of
+    :func:`add_provenance`, encoded by :func:`~spanchor_core.runs.encoding.encode_line`;
+    raises ``ValueError`` for a line over the limit, ``TypeError``/``ValueError`` for a value
+    that could not be read back."""
+    payload = _base_object(query_id, query, results, latency_ms, error)
+    add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+    line = encode_line(payload)
+    if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
+        _too_large(len(line), "bytes encoded")
     return line
 
 
@@ -288,16 +323,20 @@ def write_run(run: Run, path: str | os.PathLike[str]) -> None:
     chunks = [header_line(run.header)]
     for number, record in enumerate(run.records, start=1):
         try:
-            payload = record_payload(
+            line = record_line(
                 record.query_id,
                 record.query,
                 record.results,
                 record.latency_ms,
                 record.error,
-                _record_provenance(record),
+                record.source,
+                record.stage,
+                record.trace_id,
+                record.run_id,
+                record.parent_run_id,
+                record.sequence,
+                record.metadata,
             )
-            line = encode_line(payload)
-            check_line_size(line)
         except (TypeError, ValueError) as exc:
             raise RunError(f"record {number} cannot be written: {exc}", path=file) from None
         chunks.append(line)
