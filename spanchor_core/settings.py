@@ -12,7 +12,7 @@ import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -206,6 +206,10 @@ def settings_file(
     return file
 
 
+_GATE_FLAGS: Final = {"baseline": "--baseline FILE", "candidate": "--candidate FILE"}
+"""The settings a gate cannot run without, and the ``spanchor gate`` flags that give them."""
+
+
 def _searched(start: Path | None) -> str:
     here = Path.cwd() if start is None else start
     return (
@@ -251,10 +255,13 @@ def _validated(
                 hint="create spanchor.toml with a [tool.spanchor] table, pass --config FILE, "
                 "or give --baseline and --candidate",
             ) from None
+        flag = _GATE_FLAGS.get(where) if problem["type"] == "missing" else None
         raise EvaluationFileError(
             f"[tool.spanchor] {where}: {problem['msg']}",
             path=file,
-            hint="set it in [tool.spanchor] of this file or pass it on the command line",
+            hint=f"set {where} in [tool.spanchor] of this file or pass {flag}"
+            if flag is not None
+            else f"fix {where} in [tool.spanchor] of this file",
         ) from None
 
 

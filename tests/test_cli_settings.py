@@ -147,3 +147,17 @@ def test_settings_keys_are_the_table_keys() -> None:
     assert "json" in keys
     assert "json_output" not in keys
     assert {"docs", "gold", "baseline", "candidate", "policy", "allow_mismatch"} <= set(keys)
+
+
+def test_a_missing_required_key_names_the_flag_that_gives_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = (QUICKSTART / "spanchor.toml").read_text(encoding="utf-8")
+    kept = [line for line in text.splitlines() if not line.startswith("candidate")]
+    (tmp_path / "spanchor.toml").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    code, err = _gate(capsys)
+    assert code == 2
+    line = _one_error_line(err)
+    assert "[tool.spanchor] candidate: Field required" in line
+    assert line.endswith("set candidate in [tool.spanchor] of this file or pass --candidate FILE")

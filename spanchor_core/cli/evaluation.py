@@ -64,7 +64,7 @@ RayOption = Annotated[
         "--ray",
         metavar="ADDRESS",
         help="Map the results on a Ray cluster: 'local' starts one here, else its address "
-        "(auto, ray://head:10001). Needs spanchor[ray]; same results as without.",
+        "(auto, ray://head:10001). Needs the ray extra; same results as without.",
     ),
 ]
 RayWorkersOption = Annotated[
@@ -219,8 +219,9 @@ def _print_comparison(
     questions: Mapping[str, str] | None = None,
 ) -> None:
     console = out_console()
-    # A comparison without a policy gates by the default one: say which, before anything else.
-    applied = None if policy_given or quiet else default_policy_line(comparison.policy)
+    # A comparison without a policy gates by the default one: say which, before anything else
+    # (with --quiet too: a quiet CI log still has to say what its verdict was measured against).
+    applied = None if policy_given else default_policy_line(comparison.policy)
     if applied is not None:
         console.print(applied)
     # Whether the comparison can be trusted comes first: a CI log is read from the top.
