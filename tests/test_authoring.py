@@ -313,6 +313,20 @@ def test_propose_merges_short_sentences_within_a_paragraph() -> None:
     assert all(c.status is CandidateStatus.PENDING for c in found)
 
 
+def test_propose_keeps_a_hard_wrapped_sentence_whole() -> None:
+    text = (
+        "The level must stay between the MIN mark (0.5 litres)\nand the MAX mark (1.7 litres).\n"
+        "- Unplug the kettle before cleaning it.\n- Never immerse the base in water."
+    )
+    corpus = Corpus.from_texts({"d": text})
+    found = propose_candidates(corpus, min_chars=20, max_chars=200)
+    assert [c.text for c in found] == [
+        "The level must stay between the MIN mark (0.5 litres)\nand the MAX mark (1.7 litres).",
+        "- Unplug the kettle before cleaning it.",  # a list item keeps its own line
+        "- Never immerse the base in water.",
+    ]
+
+
 def test_propose_cuts_long_pieces_at_spaces() -> None:
     corpus = Corpus.from_texts({"d": "aaaa bbbb cccc dddd eeee"})
     found = propose_candidates(corpus, min_chars=5, max_chars=10)

@@ -25,8 +25,9 @@ _PARAGRAPH, _LINE, _SENTENCE = 2, 1, 0
 def _pieces(text: str) -> Iterator[tuple[int, int, int]]:
     """Sentence-ish pieces ``(start, end, break_after)`` of one document, in one pass.
 
-    A piece ends at a whitespace run that holds a newline (two or more: paragraph break)
-    or follows a sentence terminator (optionally behind a closing quote or bracket), or
+    A piece ends at a whitespace run that holds a newline (two or more: paragraph break; one,
+    unless it is a hard wrap inside a sentence, see :func:`_wrapped`) or follows a sentence
+    terminator (optionally behind a closing quote or bracket), or
     right after a CJK full stop. Pieces never start or end with whitespace.
     """
     pos = 0
@@ -36,7 +37,7 @@ def _pieces(text: str) -> Iterator[tuple[int, int, int]]:
         newlines = gap.count("\n")
         if newlines >= 2:
             kind = _PARAGRAPH
-        elif newlines == 1:
+        elif newlines == 1 and not _wrapped(text, start, match.end()):
             kind = _LINE
         else:
             before = text[start - 1] if start > 0 else ""
@@ -56,6 +57,19 @@ def _pieces(text: str) -> Iterator[tuple[int, int, int]]:
         end -= 1
     if pos < end:
         yield pos, end, _PARAGRAPH
+
+
+def _wrapped(text: str, start: int, end: int) -> bool:
+    """Whether the single line break in ``text[start:end]`` is a hard wrap inside a sentence:
+    the line before ends in no terminator and the next one goes on in lower case ("... the MIN
+    mark (0.5 litres)\nand the MAX mark"). A list item, a heading or a new sentence starts
+    with something else, and keeps its own piece."""
+    if end >= len(text) or not text[end].islower():
+        return False
+    before = text[start - 1] if start > 0 else ""
+    if before in _CLOSERS and start > 1:
+        before = text[start - 2]
+    return before not in _TERMINATORS
 
 
 def _split_long(
