@@ -57,6 +57,21 @@ def test_anchor_add_of_a_new_id_without_a_question_says_how(
     assert "spanchor anchor add QID QUESTION DOCS TEXT" in line
 
 
+def test_anchor_add_notes_an_overlap_with_an_anchor_of_the_same_query(
+    gold: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    add = ["anchor", "add", "--gold", str(gold), "q1", str(docs)]
+    assert main([*add, "two-year"]) == 0  # inside the first anchor, "two-year warranty"
+    first = read_gold(gold)["q1"].anchors[0]
+    note = _one_error(capsys)
+    assert note.startswith(f"note: it overlaps anchor 1 {first.document_id} [{first.start}, ")
+    assert note.endswith("remove one with spanchor anchor remove q1 --index N")
+    assert len(read_gold(gold)["q1"].anchors) == 3  # added all the same
+    assert main([*add, "from the date of purchase"]) == 0  # no overlap, no note
+    assert capsys.readouterr().err == ""
+
+
 def test_anchor_add_with_a_wrong_number_of_arguments_is_a_usage_error(
     docs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -139,6 +139,19 @@ def anchor_add(
         ),
         markup=False,
     )
+    for number, other in enumerate(query.anchors[:-1], 1):
+        if other.document_id == new.document_id and other.start < new.end and new.start < other.end:
+            # Not an error (two pieces of evidence may share words), but usually a slip: recall
+            # counts the shared characters once, yet full_evidence wants each anchor met.
+            err_console().print(
+                escape_control(
+                    f"note: it overlaps anchor {number} {other.document_id} "
+                    f"[{other.start}, {other.end}) (full_evidence needs each anchor met); if "
+                    f"both are the same evidence, remove one with spanchor anchor remove "
+                    f"{query.query_id} --index N"
+                ),
+                markup=False,
+            )
 
 
 @anchor_app.command("remove")
