@@ -416,8 +416,15 @@ def compare_command(
         {"recall@5": max_recall_drop, "precision@5": max_precision_drop},
     )
     _plan(config, policy, output, report, junit, html).check()
+    # --ray maps the run sides on Ray; two evaluation files need no mapping (no docs)
+    engine = (
+        None
+        if ray is None or docs is None
+        else ray_engine(ray, workers=ray_workers, source=None if glob else docs, shards=shards)
+    )
     with progress_bars(quiet) as progress:
-        outcome = _redacted(run_gate(config, policy=chosen, progress=progress), redact)
+        outcome = run_gate(config, policy=chosen, progress=progress, engine=engine)
+        outcome = _redacted(outcome, redact)
     _print_warnings(outcome)
     _write_outputs(outcome, json_path=output, report=report, junit=junit, html=html, redact=redact)
     _print_comparison(
