@@ -146,6 +146,7 @@ from spanchor_core.metrics import (
     split_metric_name,
 )
 from spanchor_core.offsets import OffsetMap, OffsetUnit, canonical_span
+from spanchor_core.parallel import ProcessLocator, WorkerError
 from spanchor_core.pipeline import (
     EvaluationOutcome,
     EvaluationSource,
@@ -268,6 +269,7 @@ __all__ = [
     "OffsetUnit",
     "PairedStatistics",
     "Policy",
+    "ProcessLocator",
     "ProgressCallback",
     "PromotionReport",
     "QueryChange",
@@ -293,6 +295,7 @@ __all__ = [
     "SpanchorSettings",
     "SquadImport",
     "SquadProblem",
+    "WorkerError",
     "__version__",
     "add_anchor",
     "anchor_from_text",

@@ -15,6 +15,8 @@ import spanchor_core
 EXPECTED_CORE_API = {
     "replace_anchor",
     "ReplacedAnchor",
+    "ProcessLocator",
+    "WorkerError",
     "ReviewDecision",
     "select_candidates",
     "MetricNoise",
