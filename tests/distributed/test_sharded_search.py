@@ -219,3 +219,34 @@ def test_evaluation_is_byte_identical(
         return json.dumps(data, sort_keys=True).encode()
 
     assert strip(tmp_path / "single.json") == strip(tmp_path / "ray.json")
+
+
+@pytest.mark.usefixtures("cluster")
+def test_cli_evaluate_sharded_jsonl(
+    sharded: tuple[Path, Corpus, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from spanchor_core.cli.app import app
+
+    quickstart = Path(__file__).parents[2] / "examples" / "quickstart"
+    docs = load_corpus(quickstart / "docs")
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text(
+        "".join(json.dumps({"_id": d, "text": docs.text(d)}) + "\n" for d in docs),
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SPANCHOR_INDEX_CACHE", str(tmp_path / "cache"))
+    inputs = ("gold.jsonl", "runs/candidate.jsonl")
+    args = [str(corpus_file), *(str(quickstart / p) for p in inputs)]
+    runner = CliRunner()
+    plain = runner.invoke(app, ["evaluate", *args, "-o", str(tmp_path / "a.json")])
+    assert plain.exit_code == 0, plain.output
+    on_shards = runner.invoke(
+        app, ["evaluate", *args, "--ray", "local", "--shards", "3", "-o", str(tmp_path / "b.json")]
+    )
+    assert on_shards.exit_code == 0, on_shards.output
+    a, b = (json.loads((tmp_path / n).read_bytes()) for n in ("a.json", "b.json"))
+    a.pop("created_at")
+    b.pop("created_at")
+    assert a == b
