@@ -22,10 +22,12 @@ Why the answer equals one process's: every step a shard takes depends on its own
 only, and every step that compares documents (the stage reached, the candidates' order, the
 tie-breaks, the vote threshold, the best score) runs on the driver over the union. One
 caveat, stated where it arises: the minimizer index is built over the documents laid end to
-end, so which positions within ``kgram + window`` characters of a document's end are indexed
-depends on the document that follows; in a shard the neighbour differs, which can change a
-fuzzy vote count by one for text at a document's edge (exact and normalised results cannot
-change: they confirm every candidate, and scan where the index cannot tell).
+end, so which positions within ``kgram + window`` characters of a document's start or end are
+indexed depends on its neighbours; in a shard the neighbours differ, which can change a fuzzy
+vote count or, for an altered text that barely reaches into a document's edge, whether it
+gets a vote at all (1 of 18,000 random results in a stress test aimed at document edges was
+``FUZZY`` in one process and ``UNMAPPED`` sharded). Exact and normalised results cannot
+change: they confirm every candidate, and scan where the index cannot tell.
 
 Shard side: the ``shard_*`` functions, called on a :class:`Locator` over one shard's
 documents. Driver side: :func:`locate_on_shards`, given a ``Broadcast`` that calls a
