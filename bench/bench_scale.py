@@ -125,9 +125,14 @@ from spanchor_core.evaluate import write_evaluation
 from spanchor_core.index_store import persistent_locator
 from spanchor_core.pipeline import run_evaluation
 work, mode, workers, cache = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+shards = int(sys.argv[5])
 phases = {}
 t = time.perf_counter()
-corpus = load_corpus(f"{work}/corpus.jsonl")
+if shards > 1:  # the driver of a sharded run keeps the texts in the file
+    from spanchor_core.corpus.lazy import open_corpus_file
+    corpus = open_corpus_file(f"{work}/corpus.jsonl")
+else:
+    corpus = load_corpus(f"{work}/corpus.jsonl")
 phases["load"] = time.perf_counter() - t
 t = time.perf_counter()
 if mode == "single":
@@ -136,13 +141,15 @@ else:
     import ray
     ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False)
     from spanchor_core.distributed import RayLocator
-    locator = RayLocator(corpus, source=f"{work}/corpus.jsonl", workers=workers, cache=cache)
+    locator = RayLocator(
+        corpus, source=f"{work}/corpus.jsonl", workers=workers, cache=cache, shards=shards
+    )
     locator.worker_pids()  # wait for the actors to hold their corpus and index
 phases["index"] = time.perf_counter() - t
 t = time.perf_counter()
 outcome = run_evaluation(corpus, f"{work}/gold.jsonl", f"{work}/run.jsonl", locator=locator)
 phases["evaluate"] = time.perf_counter() - t
-write_evaluation(outcome.evaluation, f"{work}/eval-{mode}-{workers}.json")
+write_evaluation(outcome.evaluation, f"{work}/eval-{mode}-{workers}-{shards}.json")
 def proc(pid):
     with open(f"/proc/{pid}/status") as f:
         peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM"))
@@ -156,11 +163,11 @@ print(json.dumps({"phases": phases, "driver": proc(os.getpid()), "actors": actor
 """
 
 
-def measure(work: Path, mode: str, workers: int, cache: Path) -> dict[str, object]:
+def measure(work: Path, mode: str, workers: int, cache: Path, shards: int) -> dict[str, object]:
     began = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(work), mode, str(workers), str(cache)],
+        [sys.executable, "-c", MEASURE, str(work), mode, str(workers), str(cache), str(shards)],
         check=True,
         capture_output=True,
         text=True,
@@ -215,11 +222,58 @@ def _same(work: Path) -> bool:
     return len(texts) == 1
 
 
+def _run(args: argparse.Namespace, work: Path) -> None:
+    t = time.perf_counter()
+    if not (work / "run.jsonl").exists():
+        generate(work, args.size_mb, args.queries, args.seed)
+    size = (work / "corpus.jsonl").stat().st_size / 1e6
+    print(f"corpus {size:.0f} MB, {args.queries} queries, ready in {time.perf_counter() - t:.1f} s")
+    for old in work.glob("eval-*.json"):
+        old.unlink()
+    cache = work / "cache"
+    plan = [("single", 1, 1, "single (cold cache)"), ("single", 1, 1, "single (warm cache)")]
+    if (cache).exists():
+        plan = plan[1:]
+    for n in (int(w) for w in args.workers.split(",") if w):
+        for shards in (int(x) for x in args.shards.split(",") if x):
+            plan.append(("ray", n, shards, f"ray, {n} CPU(s), {shards} shard(s)"))
+    print(
+        "| configuration | wall s | load s | index s | evaluate s | driver CPU s | "
+        "driver peak MB | actors | actors CPU s | actor peak MB (max) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mode, workers, shards, label in plan:
+        m = measure(work, mode, workers, cache, shards)
+        phases = m["phases"]
+        driver = m["driver"]
+        actors = m["actors"]
+        assert isinstance(phases, dict)
+        assert isinstance(driver, dict)
+        assert isinstance(actors, list)
+        actor_cpu = sum(a["cpu_s"] for a in actors)
+        actor_peak = max((a["peak_mb"] for a in actors), default=0.0)
+        print(
+            f"| {label} | {m['wall_s']:.1f} | {phases['load']:.1f} | {phases['index']:.1f} | "
+            f"{phases['evaluate']:.1f} | {driver['cpu_s']:.1f} | {driver['peak_mb']:.0f} | "
+            f"{len(actors)} | {actor_cpu:.1f} | {actor_peak:.0f} |",
+            flush=True,
+        )
+    print(f"evaluations byte-identical: {_same(work)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=20)
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--workers", default="1,2", help="Ray actor counts (empty: no Ray)")
+    parser.add_argument("--shards", default="1", help="shard counts of the Ray runs (1,4,16)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="write the generated corpus, gold set and run here and keep them (reused when "
+        "present); default: a temporary directory",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--shard-memory",
@@ -230,39 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.shard_memory:
         shard_memory(args.size_mb, [int(n) for n in args.shard_memory.split(",")], args.seed)
         return 0
-    with tempfile.TemporaryDirectory(prefix="spanchor-scale-") as tmp:
-        work = Path(tmp)
-        t = time.perf_counter()
-        generate(work, args.size_mb, args.queries, args.seed)
-        size = (work / "corpus.jsonl").stat().st_size / 1e6
-        print(
-            f"generated {size:.0f} MB corpus, {args.queries} queries in "
-            f"{time.perf_counter() - t:.1f} s"
-        )
-        cache = work / "cache"
-        plan = [("single", 1, "single (cold cache)"), ("single", 1, "single (warm cache)")]
-        plan += [("ray", int(n), f"ray, {n} worker(s)") for n in args.workers.split(",") if n]
-        print(
-            "| configuration | wall s | load s | index s | evaluate s | driver CPU s | "
-            "driver peak MB | actors CPU s | actor peak MB (max) |"
-        )
-        print("|---|---|---|---|---|---|---|---|---|")
-        for mode, workers, label in plan:
-            m = measure(work, mode, workers, cache)
-            phases = m["phases"]
-            driver = m["driver"]
-            actors = m["actors"]
-            assert isinstance(phases, dict)
-            assert isinstance(driver, dict)
-            assert isinstance(actors, list)
-            actor_cpu = sum(a["cpu_s"] for a in actors)
-            actor_peak = max((a["peak_mb"] for a in actors), default=0.0)
-            print(
-                f"| {label} | {m['wall_s']:.1f} | {phases['load']:.1f} | {phases['index']:.1f} | "
-                f"{phases['evaluate']:.1f} | {driver['cpu_s']:.1f} | {driver['peak_mb']:.0f} | "
-                f"{actor_cpu:.1f} | {actor_peak:.0f} |"
-            )
-        print(f"evaluations byte-identical: {_same(work)}")
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        _run(args, args.workdir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="spanchor-scale-") as tmp:
+            _run(args, Path(tmp))
     return 0
 
 

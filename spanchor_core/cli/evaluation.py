@@ -23,7 +23,8 @@ from spanchor_core.cli.console import (
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.compare.file import COMPARISON_KIND
-from spanchor_core.corpus import DEFAULT_GLOBS
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, is_corpus_file
+from spanchor_core.corpus.lazy import open_corpus_file
 from spanchor_core.diagnosis import RegressionDiagnosis, redact_diagnosis
 from spanchor_core.distributed import ray_engine
 from spanchor_core.evaluate import write_evaluation
@@ -169,7 +170,10 @@ def evaluate(
         None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
     )
     with progress_bars(quiet) as progress:
-        corpus = docs if engine is None else load_docs(docs, glob)
+        if engine is not None and shards > 1 and source is not None and is_corpus_file(docs):
+            corpus: Corpus | Path = open_corpus_file(docs)  # the driver holds no text
+        else:
+            corpus = docs if engine is None else load_docs(docs, glob)
         outcome = run_evaluation(
             corpus,
             gold,

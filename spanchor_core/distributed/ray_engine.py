@@ -13,6 +13,15 @@ as ``[locate(r) for r in requests]`` — every request is mapped on its own, aga
 corpus, by the same code — so any split of the requests gives the same locations, and the
 evaluation built from them (grouping, metrics, aggregates, in the driver) is the same.
 
+A corpus too large for one actor is split by document over ``shards`` actors instead
+(:func:`~spanchor_core.corpus.shard_of`), each holding its documents and their cached index
+only. A result naming its document with offsets (or an explicit span) is decided on that
+document's shard; every other result is searched on every shard and the candidates reduced
+on the driver by the single-process rules (:mod:`spanchor_core.locate.reduce`, which says
+why that gives the same locations). The driver then needs the documents' ids, hashes and
+lengths but no text: give it a :class:`~spanchor_core.corpus.lazy.LazyCorpus`
+(:func:`~spanchor_core.corpus.lazy.open_corpus_file`), as ``spanchor evaluate --shards`` does.
+
 Ray is imported only when a cluster is used; without it the error names the ``[ray]`` extra.
 """
 
@@ -24,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from spanchor_core.corpus import Corpus, is_corpus_file, load_corpus, load_corpus_file, shard_of
+from spanchor_core.corpus.lazy import fingerprint_of
 from spanchor_core.errors import InputError
 from spanchor_core.index_store import cache_dir, persistent_locator
-from spanchor_core.locate import LocateRequest, Location, Locator
+from spanchor_core.locate import LocateRequest, Location, Locator, LocatorSettings, reduce
+from spanchor_core.locate.context import SearchContext
 
 __all__ = ["RayLocator", "import_ray", "partition_bounds", "ray_engine"]
 
@@ -80,24 +91,56 @@ class _MappingWorker:
 
 
 class _ShardWorker:
-    """The body of one shard actor: the documents of one shard, no index.
+    """The body of one shard actor: the documents of one shard and their cached locator.
 
     It decides the results that need no search (explicit spans, offsets that verify), which
-    depend on their own document only: the same answer as a locator over the whole corpus.
+    depend on their own document only, and answers the searches broadcast to every shard
+    (:mod:`spanchor_core.locate.reduce`); the driver reduces the answers.
     """
 
-    def __init__(self, source: Corpus | str, shard: int, shards: int) -> None:
+    def __init__(
+        self, source: Corpus | str, shard: int, shards: int, cache: str, settings: dict[str, Any]
+    ) -> None:
         if isinstance(source, Corpus):
             corpus = source
         else:
             corpus = load_corpus_file(source, shard=(shard, shards))
-        self.locator = Locator(corpus)
+        self.corpus = corpus
+        self._cache = cache
+        self._settings = settings
+        self.locator = Locator(corpus, **settings)
+        self._indexed = False
+
+    def _searcher(self) -> Locator:
+        """The locator with its indexes from the cache (built there on first need)."""
+        if not self._indexed:
+            self.locator = persistent_locator(self.corpus, self._cache, **self._settings)
+            self._indexed = True
+        return self.locator
+
+    def catalog(self) -> tuple[list[str], list[int], list[str]]:
+        ids, lengths = reduce.shard_catalog(self.locator)
+        return ids, lengths, [self.corpus[i].sha256 for i in ids]
 
     def decide(self, requests: Sequence[LocateRequest]) -> list[Location | None]:
         return [self.locator.decide_without_search(r) for r in requests]
 
+    def search(self, name: str, payload: Any) -> Any:
+        function = _SHARD_CALLS[name]
+        shard = self.locator if name == "fuzzy_scan" else self._searcher()
+        return function(shard, payload)
+
     def pid(self) -> int:
         return os.getpid()
+
+
+_SHARD_CALLS: dict[str, Callable[[Locator, Any], Any]] = {
+    "exact": reduce.shard_exact,
+    "normalised": reduce.shard_normalised,
+    "votes": reduce.shard_votes,
+    "align": reduce.shard_align,
+    "fuzzy_scan": reduce.shard_fuzzy_scan,
+}
 
 
 class RayLocator(Locator):
@@ -110,11 +153,14 @@ class RayLocator(Locator):
     calls a batch is split into; ``min_batch`` requests or fewer are mapped by the driver's
     own locator, which gives the same answers.
 
-    ``shards`` > 1 also splits the corpus by document (:func:`~spanchor_core.corpus.shard_of`)
-    over that many shard actors, each holding only its documents: a result that names its
-    document with offsets (or an explicit span) is sent to that document's shard and decided
-    there, with no index at all; the rest (text to search for, offsets that do not verify)
-    go to the mapping actors, which are started only when some result needs them.
+    ``shards`` > 1 splits the corpus by document (:func:`~spanchor_core.corpus.shard_of`)
+    over that many shard actors instead, each holding only its documents (read from
+    ``source`` when it is a JSONL or Parquet file, else shipped): a result that names its
+    document with offsets (or an explicit span) is decided on that document's shard with no
+    index; every other result is searched on all shards (each builds or memory-maps its own
+    index from the cache on first need) and reduced on the driver, which searches nothing
+    and reads no text (``workers``, ``partitions`` and ``min_batch`` do not apply). Shard
+    actors reserve no CPU: they share the cluster's cores.
     """
 
     def __init__(
@@ -130,7 +176,15 @@ class RayLocator(Locator):
         shards: int = 1,
         **settings: Any,
     ) -> None:
-        super().__init__(corpus, **settings)
+        if shards > 1:
+            # the driver of a sharded run searches nothing itself: no texts of its own (with a
+            # LazyCorpus it holds none at all); a search context only if one is asked for
+            if not isinstance(corpus, Corpus):
+                super().__init__(corpus, **settings)  # the base class's error
+            self.corpus = corpus
+            self.settings = LocatorSettings(**settings)
+        else:
+            super().__init__(corpus, **settings)
         if workers < 1:
             raise InputError(f"workers must be 1 or more, got {workers}")
         ray = import_ray()
@@ -148,14 +202,26 @@ class RayLocator(Locator):
         self._settings = dict(settings)
         self._actors: list[Any] = []
         self._shard_actors: list[Any] = []
+        self._catalog: reduce.ShardCatalog | None = None
         if shards > 1:
-            shard_actor = ray.remote(num_cpus=0)(_ShardWorker)  # light: must not starve mapping
+            # no CPU reserved: any number of shards fits a cluster (they share its cores)
+            shard_actor = ray.remote(num_cpus=0)(_ShardWorker)
             from_file = isinstance(self._shipped, str) and is_corpus_file(self._shipped)
             for i in range(shards):
                 part: Corpus | str = self._shipped if from_file else self._shard_corpus(i)
-                self._shard_actors.append(shard_actor.remote(part, i, shards))
+                self._shard_actors.append(
+                    shard_actor.remote(part, i, shards, self._root, self._settings)
+                )
         else:
             self._start_mapping_actors()
+
+    def __getattr__(self, name: str) -> Any:
+        # only for attributes not set: the search context a sharded driver did not build
+        if name == "_ctx" and "corpus" in self.__dict__:
+            ctx = SearchContext(self.corpus, self.settings)
+            self.__dict__["_ctx"] = ctx
+            return ctx
+        raise AttributeError(name)
 
     def _shard_corpus(self, shard: int) -> Corpus:
         docs = [self.corpus[i] for i in self.corpus if shard_of(i, self.shards) == shard]
@@ -172,39 +238,55 @@ class RayLocator(Locator):
 
     def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
         """Map every request, in order, on the actors; equal to :meth:`Locator.locate_many`."""
-        if len(requests) <= self.min_batch:
-            return super().locate_many(requests)
         listed = list(requests)
         if self._shard_actors:
             return self._sharded(listed)
+        if len(requests) <= self.min_batch:
+            return super().locate_many(requests)
         return self._mapped(listed)
 
+    def catalog(self) -> reduce.ShardCatalog:
+        """Every document's id and length, as the shards hold them; the shards together must
+        hold the driver's corpus (same fingerprint), else an :class:`InputError`."""
+        if self._catalog is None:
+            parts = self._ray.get([a.catalog.remote() for a in self._shard_actors])
+            pairs = sorted(
+                (d, sha) for ids, _, shas in parts for d, sha in zip(ids, shas, strict=True)
+            )
+            found = fingerprint_of(pairs)
+            if found != self.corpus.fingerprint:
+                raise InputError(
+                    f"the shards read another corpus (fingerprint {found[:12]}, expected "
+                    f"{self.corpus.fingerprint[:12]})",
+                    path=self._shipped if isinstance(self._shipped, str) else None,
+                    hint="give every node the same documents at the same path",
+                )
+            self._catalog = reduce.ShardCatalog.merge([(ids, lengths) for ids, lengths, _ in parts])
+        return self._catalog
+
     def _sharded(self, requests: list[LocateRequest]) -> list[Location]:
-        """Route what its shard can decide there; map the rest on the mapping actors."""
-        routed: list[list[int]] = [[] for _ in self._shard_actors]
-        for slot, request in enumerate(requests):
-            named = request.document_id
-            decidable = request.text is None or request.start is not None
-            if decidable and isinstance(named, str) and named in self.corpus:
-                routed[shard_of(named, self.shards)].append(slot)
-        futures = [
-            actor.decide.remote([requests[s] for s in slots])
-            for actor, slots in zip(self._shard_actors, routed, strict=True)
-            if slots
-        ]
+        """Route what its shard can decide there; broadcast the searches and reduce them."""
+        return reduce.locate_on_shards(
+            requests, self.catalog(), self.settings, self._decide, self._broadcast
+        )
+
+    def _decide(self, routed: list[tuple[int, str, LocateRequest]]) -> dict[int, Location]:
+        by_shard: list[list[tuple[int, LocateRequest]]] = [[] for _ in self._shard_actors]
+        for slot, doc_id, request in routed:
+            by_shard[shard_of(doc_id, self.shards)].append((slot, request))
+        pairs = zip(self._shard_actors, by_shard, strict=True)
+        asked = [(actor, part) for actor, part in pairs if part]
+        answers = self._ray.get([a.decide.remote([r for _, r in part]) for a, part in asked])
         decided: dict[int, Location] = {}
-        answers = iter(self._ray.get(futures))
-        for slots in routed:
-            if slots:
-                for slot, location in zip(slots, next(answers), strict=True):
-                    if location is not None:
-                        decided[slot] = location
-        rest = [slot for slot in range(len(requests)) if slot not in decided]
-        if rest:
-            self._start_mapping_actors()
-            for slot, location in zip(rest, self._mapped([requests[s] for s in rest]), strict=True):
-                decided[slot] = location
-        return [decided[slot] for slot in range(len(requests))]
+        for (_, part), answer in zip(asked, answers, strict=True):
+            for (slot, _), location in zip(part, answer, strict=True):
+                if location is not None:
+                    decided[slot] = location
+        return decided
+
+    def _broadcast(self, name: str, payload: Any) -> list[Any]:
+        shared = self._ray.put(payload)  # one copy in the object store for every shard
+        return list(self._ray.get([a.search.remote(name, shared) for a in self._shard_actors]))
 
     def _mapped(self, listed: list[LocateRequest]) -> list[Location]:
         futures = [
