@@ -27,7 +27,8 @@ from spanchor_core.compare.noise import (
     measure_noise,
     repeated_baseline,
 )
-from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, is_corpus_file, load_corpus
+from spanchor_core.corpus.lazy import open_corpus_file
 from spanchor_core.diagnosis import (
     ChunkInventory,
     ChunkInventoryError,
@@ -685,6 +686,20 @@ def _inventory_file(evaluation: Evaluation, source: str | os.PathLike[str]) -> P
     return inventory_path(header, source)
 
 
+def _gate_corpus(config: GateConfig, engine: Callable[[Corpus], Locator] | None) -> Corpus:
+    """The gate's corpus: the whole text, or — when the engine's shard actors read the
+    documents from a JSONL/Parquet corpus themselves — a lazy view of ids, hashes and lengths
+    that reads back only the documents the driver needs (the gold set's, the reports')."""
+    assert config.docs is not None
+    if (
+        getattr(engine, "holds_documents", False)
+        and tuple(config.globs) == DEFAULT_GLOBS
+        and is_corpus_file(config.docs)
+    ):
+        return open_corpus_file(config.docs)
+    return load_corpus(config.docs, globs=config.globs)
+
+
 def run_gate(
     config: GateConfig,
     *,
@@ -713,7 +728,7 @@ def run_gate(
             f"jobs={count} and an engine cannot be combined",
             hint="map on the engine (jobs=1), or on local processes (no engine)",
         )
-    corpus = load_corpus(config.docs, globs=config.globs) if config.docs is not None else None
+    corpus = _gate_corpus(config, engine) if config.docs is not None else None
     gold = read_gold(config.gold) if config.gold is not None else None
     paths = config.baseline_paths
     # one locator (indexed lazily, at most once) for both sides and their chunk inventories

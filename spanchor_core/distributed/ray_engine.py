@@ -324,8 +324,32 @@ def ray_engine(
     ``ray.init`` (``"auto"``, ``"ray://head:10001"``).
     """
     chosen = None if address in {None, "", "local"} else address
+    return RayEngine(chosen, workers, source, shards)
 
-    def engine(corpus: Corpus) -> Locator:
-        return RayLocator(corpus, source=source, address=chosen, workers=workers, shards=shards)
 
-    return engine
+class RayEngine:
+    """The engine :func:`ray_engine` returns: ``engine(corpus)`` is a :class:`RayLocator`.
+
+    :attr:`holds_documents` tells the pipeline whether the shard actors read the documents
+    themselves from ``source``, so that the driver may keep only their ids, hashes and lengths
+    (:func:`~spanchor_core.corpus.lazy.open_corpus_file`) instead of the whole corpus text.
+    """
+
+    def __init__(
+        self, address: str | None, workers: int, source: str | os.PathLike[str] | None, shards: int
+    ) -> None:
+        self.address, self.workers, self.source, self.shards = address, workers, source, shards
+
+    @property
+    def holds_documents(self) -> bool:
+        """Whether the documents live on shard actors that read them from a corpus file."""
+        return self.shards > 1 and self.source is not None and is_corpus_file(self.source)
+
+    def __call__(self, corpus: Corpus) -> Locator:
+        return RayLocator(
+            corpus,
+            source=self.source,
+            address=self.address,
+            workers=self.workers,
+            shards=self.shards,
+        )

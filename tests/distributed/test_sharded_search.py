@@ -250,3 +250,74 @@ def test_cli_evaluate_sharded_jsonl(
     a.pop("created_at")
     b.pop("created_at")
     assert a == b
+
+
+def _quickstart_jsonl(tmp_path: Path) -> tuple[Path, Path]:
+    quickstart = Path(__file__).parents[2] / "examples" / "quickstart"
+    docs = load_corpus(quickstart / "docs")
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text(
+        "".join(json.dumps({"_id": d, "text": docs.text(d)}) + "\n" for d in docs),
+        encoding="utf-8",
+    )
+    return quickstart, corpus_file
+
+
+def test_a_sharded_gate_keeps_no_document_text_on_the_driver(tmp_path: Path) -> None:
+    from spanchor_core.distributed import ray_engine
+    from spanchor_core.pipeline import _gate_corpus
+    from spanchor_core.settings import GateConfig
+
+    quickstart, corpus_file = _quickstart_jsonl(tmp_path)
+    runs = quickstart / "runs"
+    config = GateConfig(
+        docs=corpus_file,
+        gold=quickstart / "gold.jsonl",
+        baseline=runs / "baseline.jsonl",
+        candidate=runs / "candidate.jsonl",
+    )
+    sharded = ray_engine("local", source=corpus_file, shards=3)  # no cluster until called
+    lazy = _gate_corpus(config, sharded)
+    assert isinstance(lazy, LazyCorpus)
+    assert lazy.read_ids == frozenset()
+    whole = _gate_corpus(config, ray_engine("local", source=corpus_file, shards=1))
+    assert not isinstance(whole, LazyCorpus)
+    assert lazy.fingerprint == whole.fingerprint
+    assert not isinstance(_gate_corpus(config, None), LazyCorpus)
+
+
+@pytest.mark.usefixtures("cluster")
+@pytest.mark.parametrize("command", ["gate", "compare"])
+def test_cli_gate_and_compare_sharded_jsonl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from spanchor_core.cli.app import app
+
+    quickstart, corpus_file = _quickstart_jsonl(tmp_path)
+    monkeypatch.setenv("SPANCHOR_INDEX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    base, cand = (str(quickstart / "runs" / f"{n}.jsonl") for n in ("baseline", "candidate"))
+    gold = str(quickstart / "gold.jsonl")
+    if command == "gate":
+        args = ["gate", "--docs", str(corpus_file), "--gold", gold]
+        args += ["--baseline", base, "--candidate", cand]
+        out = "--json"
+    else:
+        args = ["compare", base, cand, "--docs", str(corpus_file), "--gold", gold]
+        out = "-o"
+    runner = CliRunner()
+    plain = runner.invoke(app, [*args, out, str(tmp_path / "a.json")])
+    assert plain.exit_code == 1, plain.output  # the quickstart candidate regresses
+    cache = tmp_path / "cache"
+    assert not cache.exists() or not any(cache.iterdir())  # a small corpus: indexed in memory
+    on_shards = runner.invoke(
+        app, [*args, "--ray", "local", "--shards", "3", out, str(tmp_path / "b.json")]
+    )
+    assert on_shards.exit_code == 1, on_shards.output
+    assert any(cache.iterdir())  # the shard actors indexed their documents: it ran on Ray
+    a, b = (json.loads((tmp_path / n).read_bytes()) for n in ("a.json", "b.json"))
+    a.pop("created_at", None)
+    b.pop("created_at", None)
+    assert a == b
