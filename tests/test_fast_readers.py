@@ -7,6 +7,7 @@ everything else to the strict path; ``write_comparison`` writes the queries by h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -172,3 +173,59 @@ def test_write_comparison_bytes_are_those_of_the_model(tmp_path: Path) -> None:
             allow_nan=False,
         )
         assert path.read_text(encoding="utf-8") == expected + "\n"
+
+
+def test_our_layout_is_read_a_line_at_a_time_and_any_other_whole(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    slow = _slow(path)
+    lines = evaluation_file._read_lines(path)
+    assert lines is not None
+    assert dict(lines.queries) == dict(slow.queries)
+    assert lines.settings == slow.settings and lines.mapping == slow.mapping
+    # the same document in another layout: one line, or indented throughout
+    for text in (
+        json.dumps(json.loads(path.read_text(encoding="utf-8")), ensure_ascii=False),
+        json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=4),
+    ):
+        other = tmp_path / "other.json"
+        other.write_text(text, encoding="utf-8")
+        with pytest.raises(evaluation_file._Layout):
+            evaluation_file._read_lines(other)
+        whole = evaluation_file._read_fast(other)
+        assert whole is not None or ":" in text  # ':' inside strings: the strict path decides
+        assert dict(read_evaluation(other).queries) == dict(slow.queries)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ('"records": 5,', '"records": 5, "records": 5,', "appears twice"),  # in the head
+        ('"q5", "status"', '"q5", "query_id": "q5", "status"', "appears twice"),
+        ("}]}\n  ]", "}]},\n  ]", "not valid JSON"),  # a comma before the end of the list
+        ("}]}\n  ]\n}", "}]}\n  ]\n", "not valid JSON"),  # the top-level object not closed
+        ('"status": "scored"', '"status": "done"', "status"),
+    ],
+)
+def test_the_line_reader_leaves_what_is_wrong_to_the_strict_path(
+    tmp_path: Path, old: str, new: str, fragment: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    assert evaluation_file._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match=fragment):
+        read_evaluation(path)
+
+
+def test_a_line_reader_file_with_a_nested_queries_member_is_read_whole(tmp_path: Path) -> None:
+    evaluation = _evaluation()
+    header = {"queries": [1, 2], "note": "x"}
+    settings = dataclasses.replace(evaluation.settings, run_header=header)
+    path = tmp_path / "e.json"
+    write_evaluation(dataclasses.replace(evaluation, settings=settings), path)
+    read = read_evaluation(path)
+    assert read.settings.run_header == header
+    assert dict(read.queries) == dict(_slow(path).queries)

@@ -155,10 +155,29 @@ _QUERY_KEYS: Final = frozenset(QueryModel.model_fields)
 _QUERY_REQUIRED: Final = frozenset(
     name for name, field in QueryModel.model_fields.items() if field.is_required()
 )
+_QUERY_ORDER: Final = ("query_id", "status", "error", "metrics", "gold", "mapping", "results")
+"""The members of a query as our writer puts them (``traces`` after them when there are any)."""
 _RESULT_KEYS: Final = frozenset(LocatedResultModel.model_fields)
 _RESULT_REQUIRED: Final = frozenset(
     name for name, field in LocatedResultModel.model_fields.items() if field.is_required()
 )
+_RESULT_ORDER: Final = (
+    "rank",
+    "status",
+    "document_id",
+    "start",
+    "end",
+    "confidence",
+    "hint_rejected",
+)
+_NONE: Final = type(None)
+_RESULT_TYPES: Final = frozenset(
+    (int, str, document, start, end, float, bool)
+    for document in (str, _NONE)
+    for start in (int, _NONE)
+    for end in (int, _NONE)
+)
+"""The value types of a result in our writer's shape that need no conversion."""
 _MAPPING_KEYS: Final = frozenset(MappingModel.model_fields)
 _MAPPING_REQUIRED: Final = frozenset(
     name for name, field in MappingModel.model_fields.items() if field.is_required()
@@ -166,10 +185,13 @@ _MAPPING_REQUIRED: Final = frozenset(
 _TRACE_KEYS: Final = frozenset(TraceModel.model_fields)
 _SPAN_KEYS: Final = frozenset(SpanModel.model_fields)
 _STATUSES: Final = {status.value: status for status in QueryStatus}
-_STR_OR_NONE: Final = frozenset({str, type(None)})
-_INT_OR_NONE: Final = frozenset({int, type(None)})
+_STR_OR_NONE: Final = frozenset({str, _NONE})
+_INT_OR_NONE: Final = frozenset({int, _NONE})
 _NUMBER: Final = frozenset({float, int})
 _FLOAT: Final = {float}
+_INT: Final = frozenset({int})
+_ESCAPED_COLONS: Final = (b"\\u003a", b"\\u003A")
+_JSON_SPACE: Final = b" \t\r\n"
 
 
 def _pairs_and_colons(value: Any) -> int:
@@ -191,7 +213,7 @@ def _pairs_and_colons(value: Any) -> int:
     return count
 
 
-def _trace_fast(t: Any, strings: list[str]) -> TraceSummary | None:
+def _trace_fast(t: Any) -> TraceSummary | None:
     if type(t) is not dict or not _TRACE_KEYS.issuperset(t) or "records" not in t:
         return None
     if "trace_id" not in t:
@@ -208,59 +230,62 @@ def _trace_fast(t: Any, strings: list[str]) -> TraceSummary | None:
         or type(error) not in _STR_OR_NONE
     ):
         return None
-    strings.extend(x for x in (trace_id, stage, error, *sources) if x is not None)
     return TraceSummary(trace_id, records, tuple(sources), stage, error)
 
 
-def _queries_fast(
-    items: Any, names: tuple[str, ...], colons: int
-) -> dict[str, QueryEvaluation] | None:
-    """The queries of a well-formed file built directly, or ``None`` to let the model explain.
+def _result_checked(r: Any) -> LocatedResult | None:
+    """A result in any shape :class:`LocatedResultModel` accepts without conversion but floats."""
+    if type(r) is not dict or not _RESULT_KEYS.issuperset(r) or not r.keys() >= _RESULT_REQUIRED:
+        return None
+    rank, status, document_id = r["rank"], r["status"], r["document_id"]
+    start, end, confidence = r["start"], r["end"], r["confidence"]
+    rejected = r.get("hint_rejected", False)
+    resolved_by, reason = r.get("resolved_by"), r.get("reason")
+    if (
+        type(resolved_by) not in _STR_OR_NONE
+        or type(reason) not in _STR_OR_NONE
+        or type(rank) is not int
+        or type(status) is not str
+        or type(document_id) not in _STR_OR_NONE
+        or type(start) not in _INT_OR_NONE
+        or type(end) not in _INT_OR_NONE
+        or type(confidence) not in _NUMBER
+        or type(rejected) is not bool
+    ):
+        return None
+    return LocatedResult(
+        rank, status, document_id, start, end, float(confidence), rejected, resolved_by, reason
+    )
+
+
+class _Builder:
+    """The queries of a well-formed file built one parsed query at a time.
 
     Accepts exactly what :class:`QueryModel` and :func:`_check_consistent` accept, in the
-    shapes our writer produces (ints where floats go allowed), and gives the same values.
-    ``colons`` is what the raw text holds beyond the queries' members: since orjson keeps the
-    last of two equal keys, a repeated key is caught by counting, every ``:`` of the text
-    being either a member's or inside a string.
+    shapes our writer produces (ints where floats go allowed), and gives the same values; any
+    other shape is declined (``None``) so that the strict path explains it. Repeated strings
+    (statuses, document ids) and identical mapping counts are shared between queries, which
+    keeps two 100,000-query evaluations well inside memory.
     """
-    if type(items) is not list:
-        return None
-    wanted = frozenset(names)
-    known_keys: tuple[str, ...] = ()
-    known_cost = 0
-    scores: operator.itemgetter[Any] | None = None
-    known_counts: tuple[str, ...] = ()
-    counts_cost = 0
-    strings: list[str] = []
-    pairs = 0
-    queries: dict[str, QueryEvaluation] = {}
-    items.reverse()  # popped from the end in file order: each parsed query freed once built
-    while items:
-        q = items.pop()
-        if type(q) is not dict or not _QUERY_KEYS.issuperset(q) or not q.keys() >= _QUERY_REQUIRED:
-            return None
-        query_id, status, error = q["query_id"], q["status"], q.get("error")
-        metrics, gold, mapping, results = q["metrics"], q["gold"], q["mapping"], q["results"]
-        if (
-            type(query_id) is not str
-            or query_id in queries
-            or type(status) is not str
-            or status not in _STATUSES
-            or type(error) not in _STR_OR_NONE
-            or type(metrics) is not dict
-            or type(gold) is not list
-            or type(mapping) is not dict
-            or type(results) is not list
-        ):
-            return None
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.wanted = frozenset(names)
+        self.known_keys: tuple[str, ...] = ()
+        self.known_cost = 0
+        self.scores: operator.itemgetter[Any] | None = None
+        self.queries: dict[str, QueryEvaluation] = {}
+        self.strings: dict[str, tuple[str, int]] = {}
+        self.stats: dict[tuple[Any, ...], MappingStats] = {}
+
+    def _metrics(self, metrics: Any) -> dict[str, float] | None:
         keys = tuple(metrics)
-        if keys != known_keys:
-            if not wanted.issubset(keys):
+        if keys != self.known_keys:
+            if not self.wanted.issubset(keys):
                 return None
-            known_keys, known_cost = keys, len(keys) + sum(key.count(":") for key in keys)
+            self.known_keys = keys
+            self.known_cost = len(keys) + sum(key.count(":") for key in keys)
             positions = [i for i, key in enumerate(keys) if _is_score(key)]
-            scores = operator.itemgetter(*positions, *positions[:1]) if positions else None
-        pairs += len(q) + known_cost
+            self.scores = operator.itemgetter(*positions, *positions[:1]) if positions else None
         raw_values = tuple(metrics.values())
         types = set(map(type, raw_values))
         values: dict[str, float] = metrics
@@ -269,20 +294,15 @@ def _queries_fast(
                 return None
             values = {name: float(value) for name, value in metrics.items()}
             raw_values = tuple(values.values())
-        if scores is not None:
-            picked = scores(raw_values)
+        if self.scores is not None:
+            picked = self.scores(raw_values)
             if min(picked) < 0.0 or max(picked) > 1.0:
                 return None
-        spans = []
-        for span in gold:
-            if type(span) is not dict or span.keys() != _SPAN_KEYS:
-                return None
-            document_id, start, end = span["document_id"], span["start"], span["end"]
-            if type(document_id) is not str or type(start) is not int or type(end) is not int:
-                return None
-            strings.append(document_id)
-            spans.append(DocSpan(document_id, start, end))
-        pairs += 3 * len(spans)
+        return values
+
+    def _mapping(self, mapping: Any) -> MappingStats | None:
+        if type(mapping) is not dict:
+            return None
         if not _MAPPING_KEYS.issuperset(mapping) or not mapping.keys() >= _MAPPING_REQUIRED:
             return None
         counts, hint_rejected = mapping["counts"], mapping.get("hint_rejected", 0)
@@ -294,107 +314,127 @@ def _queries_fast(
             or type(rate) not in _NUMBER
         ):
             return None
-        count_keys = tuple(counts)
-        if count_keys != known_counts:
-            known_counts = count_keys
-            counts_cost = len(count_keys) + sum(key.count(":") for key in count_keys)
-        if any(type(n) is not int for n in counts.values()):
+        numbers = tuple(counts.values())
+        if not _INT.issuperset(map(type, numbers)):
             return None
-        pairs += len(mapping) + counts_cost
+        key = (tuple(counts), numbers, hint_rejected)
+        stats = self.stats.get(key)
+        if stats is None:
+            stats = self.stats[key] = MappingStats(counts, hint_rejected)
+        return stats
+
+    def _shared(self, text: str) -> tuple[str, int]:
+        """One copy of a repeated string, and the ``:`` it holds."""
+        known = self.strings.get(text)
+        if known is None:
+            known = self.strings[text] = (text, text.count(":"))
+        return known
+
+    def add(self, q: Any) -> int | None:
+        """Build one parsed query; its members' count (nested ones included), or ``None``."""
+        if type(q) is not dict:
+            return None
+        keys = tuple(q)
+        if keys != _QUERY_ORDER and (
+            not _QUERY_KEYS.issuperset(keys) or not _QUERY_REQUIRED.issubset(keys)
+        ):
+            return None
+        query_id, status, error = q["query_id"], q["status"], q.get("error")
+        metrics, gold, results = q["metrics"], q["gold"], q["results"]
+        if (
+            type(query_id) is not str
+            or query_id in self.queries
+            or type(status) is not str
+            or status not in _STATUSES
+            or type(error) not in _STR_OR_NONE
+            or type(metrics) is not dict
+            or type(gold) is not list
+            or type(results) is not list
+        ):
+            return None
+        values = self._metrics(metrics)
+        mapping = self._mapping(q["mapping"])
+        if values is None or mapping is None:
+            return None
+        # members, plus the ``:`` inside the strings that often hold one (ids)
+        pairs = len(keys) + self.known_cost + len(q["mapping"]) + len(mapping.counts)
+        pairs += query_id.count(":")
+        shared = self.strings.get
+        spans = []
+        for span in gold:
+            if type(span) is not dict or span.keys() != _SPAN_KEYS:
+                return None
+            document_id, start, end = span["document_id"], span["start"], span["end"]
+            if type(document_id) is not str or type(start) is not int or type(end) is not int:
+                return None
+            document_id, colons = shared(document_id) or self._shared(document_id)
+            pairs += colons
+            spans.append(DocSpan(document_id, start, end))
+        pairs += 3 * len(spans)
         located = []
         for r in results:
-            if type(r) is not dict:
-                return None
-            if r.keys() != _RESULT_KEYS and (
-                not _RESULT_KEYS.issuperset(r) or not r.keys() >= _RESULT_REQUIRED
-            ):
-                return None
-            rank, result_status, document_id = r["rank"], r["status"], r["document_id"]
-            start, end, confidence = r["start"], r["end"], r["confidence"]
-            rejected = r.get("hint_rejected", False)
-            resolved_by, reason = r.get("resolved_by"), r.get("reason")
-            if (
-                type(resolved_by) not in _STR_OR_NONE
-                or type(reason) not in _STR_OR_NONE
-                or type(rank) is not int
-                or type(result_status) is not str
-                or type(document_id) not in _STR_OR_NONE
-                or type(start) not in _INT_OR_NONE
-                or type(end) not in _INT_OR_NONE
-                or type(confidence) not in _NUMBER
-                or type(rejected) is not bool
-            ):
+            fields = tuple(r.values()) if type(r) is dict and tuple(r) == _RESULT_ORDER else ()
+            if fields and tuple(map(type, fields)) in _RESULT_TYPES:
+                rank, result_status, document_id, start, end, confidence, rejected = fields
+                if document_id is not None:
+                    document_id, colons = shared(document_id) or self._shared(document_id)
+                    pairs += colons
+                located.append(
+                    LocatedResult(
+                        rank,
+                        (shared(result_status) or self._shared(result_status))[0],
+                        document_id,
+                        start,
+                        end,
+                        confidence,
+                        rejected,
+                    )
+                )
+                pairs += 7
+                continue
+            result = _result_checked(r)
+            if result is None:
                 return None
             pairs += len(r)
-            strings.append(result_status)
-            if document_id is not None:
-                strings.append(document_id)
-            if resolved_by is not None:
-                strings.append(resolved_by)
-            if reason is not None:
-                strings.append(reason)
-            located.append(
-                LocatedResult(
-                    rank,
-                    result_status,
-                    document_id,
-                    start,
-                    end,
-                    float(confidence),
-                    rejected,
-                    resolved_by,
-                    reason,
-                )
-            )
+            located.append(result)
         traces: list[TraceSummary] = []
         raw_traces = q.get("traces", [])
         if type(raw_traces) is not list:
             return None
         for t in raw_traces:
-            trace = _trace_fast(t, strings)
+            trace = _trace_fast(t)
             if trace is None:
                 return None
             pairs += len(t)
             traces.append(trace)
-        strings.append(query_id)
-        strings.append(status)
-        if error is not None:
-            strings.append(error)
-        queries[query_id] = QueryEvaluation(
-            query_id=query_id,
-            metrics=values,
-            status=_STATUSES[status],
-            gold=tuple(spans),
-            results=tuple(located),
-            mapping=MappingStats(dict(counts), hint_rejected),
-            error=error,
-            traces=tuple(traces),
+        self.queries[query_id] = QueryEvaluation(
+            query_id,
+            values,
+            _STATUSES[status],
+            tuple(spans),
+            tuple(located),
+            mapping,
+            error,
+            tuple(traces),
         )
-    if pairs + "\0".join(strings).count(":") != colons:
-        return None  # a repeated key somewhere: the strict reader names it
-    return queries
+        return pairs
 
 
-def _read_fast(path: Path) -> Evaluation | None:
-    """The evaluation a well-formed file of the current format holds, or ``None``.
+def _head(raw: bytes) -> tuple[EvaluationFile, Any, int] | None:
+    """The validated head of an evaluation, its parsed ``queries`` and the ``:`` of ``raw`` that
+    are neither its head's members nor inside the head's strings; ``None`` to decline.
 
     orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, lone
-    surrogates, bad UTF-8) except repeated keys, which :func:`_queries_fast` counts. The small
-    head is validated by the model; anything unusual is left to the strict path, which words
-    the error.
+    surrogates, bad UTF-8) except repeated keys, which are caught by counting: every ``:`` of
+    the text is a member's or inside a string (an escaped one is declined).
     """
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    if _ESCAPED_COLONS[0] in raw or _ESCAPED_COLONS[1] in raw:
         return None
-    if b"\\u003a" in raw or b"\\u003A" in raw:
-        return None  # an escaped ':' would upset the count of members
     colons = raw.count(b":")
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    del raw  # the text is not kept beside what it parsed to
     if (
         type(data) is not dict
         or data.get("kind") != EVALUATION_KIND
@@ -409,8 +449,114 @@ def _read_fast(path: Path) -> Evaluation | None:
         head = EvaluationFile.model_validate(data)
     except ValidationError:
         return None
-    colons -= _pairs_and_colons(data)
-    queries = _queries_fast(items, tuple(head.metric_names), colons)
-    if queries is None:
+    return head, items, colons - _pairs_and_colons(data)
+
+
+_HEAD_LIMIT: Final = 64 * 1024 * 1024
+"""The most the part before ``"queries"`` may hold for the line-by-line reader."""
+_QUERIES_LINE: Final = b'"queries": ['
+
+
+class _Layout(Exception):
+    """The file is not laid out as our writer lays it out: try the whole-file parse."""
+
+
+def _read_lines(path: Path) -> Evaluation | None:
+    """Our writer's layout (the head, then one query per line) parsed a line at a time, so
+    that no parsed copy of the whole file is ever alive; raises :class:`_Layout` otherwise.
+
+    Lines split on ``\\n`` are whole JSON values, since no JSON string holds a raw newline;
+    the head is parsed with an empty ``queries`` list put in its place, which is valid JSON
+    only when that member closes the top-level object.
+    """
+    with path.open("rb") as handle:
+        head_lines: list[bytes] = []
+        size = 0
+        for line in handle:
+            if line.strip(_JSON_SPACE) == _QUERIES_LINE:
+                break
+            head_lines.append(line)
+            size += len(line)
+            if size > _HEAD_LIMIT:
+                raise _Layout
+        else:
+            raise _Layout
+        parsed = _head(b"".join(head_lines) + b'"queries": []}')
+        del head_lines
+        if parsed is None:
+            raise _Layout
+        head, _, extra = parsed
+        if extra != 0:
+            return None  # a repeated key in the head
+        builder = _Builder(tuple(head.metric_names))
+        last = False  # the previous query had no comma after it: only "]" may follow
+        for line in handle:
+            text = line.strip(_JSON_SPACE)
+            if not text:
+                continue
+            if text == b"]":
+                if builder.queries and not last:
+                    return None  # a comma before "]"
+                break
+            if last:
+                return None
+            last = not text.endswith(b",")
+            try:
+                q = orjson.loads(text if last else memoryview(text)[:-1])
+            except orjson.JSONDecodeError:
+                raise _Layout from None  # a query over several lines, or broken JSON
+            pairs = builder.add(q)
+            if pairs is None:
+                return None
+            colons = text.count(b":")
+            if colons != pairs and (
+                _ESCAPED_COLONS[0] in text
+                or _ESCAPED_COLONS[1] in text
+                or _pairs_and_colons(q) != colons
+            ):
+                return None  # a repeated key: the strict reader names it
+        else:
+            return None  # no "]": truncated
+        if handle.read().strip(_JSON_SPACE) != b"}":
+            raise _Layout
+    return _evaluation_of(head, builder.queries)
+
+
+def _read_whole(path: Path) -> Evaluation | None:
+    """Any other layout: the whole file parsed by orjson, each parsed query freed once built."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
         return None
-    return _evaluation_of(head, queries)
+    parsed = _head(raw)
+    del raw  # the text is not kept beside what it parsed to
+    if parsed is None:
+        return None
+    head, items, colons = parsed
+    if type(items) is not list:
+        return None
+    builder = _Builder(tuple(head.metric_names))
+    items.reverse()  # popped from the end in file order: each parsed query freed once built
+    while items:
+        pairs = builder.add(items.pop())
+        if pairs is None:
+            return None
+        colons -= pairs
+    if colons != 0:
+        return None  # a repeated key, or ':' inside strings: the strict reader decides
+    return _evaluation_of(head, builder.queries)
+
+
+def _read_fast(path: Path) -> Evaluation | None:
+    """The evaluation a well-formed file of the current format holds, or ``None``.
+
+    Our own files are read a line at a time (:func:`_read_lines`), anything else whole
+    (:func:`_read_whole`); whatever either finds unusual is left to the strict path, which
+    words the error.
+    """
+    try:
+        return _read_lines(path)
+    except _Layout:
+        return _read_whole(path)
+    except (OSError, ValueError):
+        return None
