@@ -229,3 +229,73 @@ def test_a_line_reader_file_with_a_nested_queries_member_is_read_whole(tmp_path:
     read = read_evaluation(path)
     assert read.settings.run_header == header
     assert dict(read.queries) == dict(_slow(path).queries)
+
+
+def _old_evaluation() -> dict[str, object]:
+    """A spanchor 0.x evaluation (schema 0.2.0) of three queries, a ':' in one id."""
+    return {
+        "schema_version": "0.2.0",
+        "timestamp": "2024-01-15T10:00:00+00:00",
+        "queries": [{"query_id": "q:1", "anchors": [{"document_id": "d", "start": 0, "end": 5}]}],
+        "per_query_metrics": {
+            "q:1": {"recall@5": 0.5, "hit@5": 1, "iou": 0.0},
+            "q2": {"recall@5": 1.0, "hit@5": 1, "iou": 0.5},
+            "q3": {"iou": 0.25, "recall@5": 0.0, "hit@5": 0},
+        },
+        "config": {"k": [5]},
+        "mapper_stats": {"MAPPED_EXACT": 7, "UNMAPPED": 1},
+    }
+
+
+def test_a_0x_evaluation_is_parsed_once_and_read_as_the_strict_path_reads_it(
+    tmp_path: Path,
+) -> None:
+    from spanchor_core.evaluate.legacy import evaluation_from_0x
+
+    path = tmp_path / "old.json"
+    data = _old_evaluation()
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    fast = evaluation_file._read_fast(path)
+    assert fast is not None  # from the one orjson parse
+    strict = evaluation_from_0x(loads_strict(path.read_text(), path=path), path)
+    assert dict(fast.queries) == dict(strict.queries)
+    assert fast.metric_names == strict.metric_names == ("recall@5", "hit@5", "iou")
+    assert fast.settings == strict.settings and fast.mapping == strict.mapping
+    del data["per_query_metrics"]["q:1"]["iou"]  # type: ignore[index]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with pytest.raises(EvaluationFileError, match="'q:1' lacks iou"):
+        read_evaluation(path)
+
+
+def test_a_repeated_key_in_a_0x_evaluation_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    text = json.dumps(_old_evaluation(), indent=2).replace(
+        '"hit@5": 0', '"hit@5": 0, "hit@5": 1', 1
+    )
+    path.write_text(text, encoding="utf-8")
+    assert evaluation_file._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match="appears twice in one object"):
+        read_evaluation(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{\n  "kind": "spanchor.run",\n  "kind": "spanchor.evaluation"\n}\n', True),
+        ('{\n  "kind": "spanchor.evaluation",\n  "kind": "spanchor.run"\n}\n', True),
+        ('{\n  "note": 1,\n  "kind": "spanchor.evaluation",\n  "kind": "x"\n}\n', True),
+        ('{\n  "note": 1,\n  "\\u006bind": "spanchor.evaluation",\n  "kind": "x"\n}\n', True),
+        ('{\n  "note": 1,\n  "kind": "spanchor.run"\n}\n', False),
+        ('{\n  "note": NaN,\n  "kind": "spanchor.evaluation"\n}\n', True),
+        ('\ufeff{\n  "note": 1,\n  "per_query_metrics": {}\n}\n', True),
+        ('[\n  {"kind": "spanchor.evaluation"}\n]\n', False),
+    ],
+)
+def test_the_kind_of_a_whole_document_is_that_of_the_lenient_parse(
+    tmp_path: Path, text: str, expected: bool
+) -> None:
+    from spanchor_core.evaluate.kind import holds_evaluation
+
+    path = tmp_path / "doc.json"
+    path.write_text(text, encoding="utf-8")
+    assert holds_evaluation(path) is expected

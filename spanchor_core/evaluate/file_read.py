@@ -22,6 +22,7 @@ from spanchor_core.evaluate.file_models import (
     SpanModel,
     TraceModel,
 )
+from spanchor_core.evaluate.legacy import evaluation_from_0x, is_0x_evaluation
 from spanchor_core.evaluate.model import (
     EVALUATION_KIND,
     EVALUATION_SCHEMA_VERSION,
@@ -420,21 +421,27 @@ class _Builder:
         return pairs
 
 
-def _head(raw: bytes) -> tuple[EvaluationFile, Any, int] | None:
-    """The validated head of an evaluation, its parsed ``queries`` and the ``:`` of ``raw`` that
-    are neither its head's members nor inside the head's strings; ``None`` to decline.
+def _parsed(raw: bytes) -> tuple[Any, int] | None:
+    """``raw`` parsed by orjson, and its ``:`` count; ``None`` when orjson refuses it.
 
-    orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, lone
-    surrogates, bad UTF-8) except repeated keys, which are caught by counting: every ``:`` of
-    the text is a member's or inside a string (an escaped one is declined).
+    orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, bad
+    UTF-8), and more (lone surrogates, huge integers: the strict path decides), except repeated
+    keys, which are caught by counting: every ``:`` of the text is a member's or inside a
+    string (a text with an escaped one is declined).
     """
     if _ESCAPED_COLONS[0] in raw or _ESCAPED_COLONS[1] in raw:
         return None
     colons = raw.count(b":")
     try:
-        data = orjson.loads(raw)
+        return orjson.loads(raw), colons
     except orjson.JSONDecodeError:
         return None
+
+
+def _head(data: Any, colons: int) -> tuple[EvaluationFile, Any, int] | None:
+    """The validated head of a parsed evaluation, its parsed ``queries`` and the ``:`` of the
+    text that are neither the head's members nor inside the head's strings; ``None`` to
+    decline."""
     if (
         type(data) is not dict
         or data.get("kind") != EVALUATION_KIND
@@ -481,8 +488,9 @@ def _read_lines(path: Path) -> Evaluation | None:
                 raise _Layout
         else:
             raise _Layout
-        parsed = _head(b"".join(head_lines) + b'"queries": []}')
+        text = _parsed(b"".join(head_lines) + b'"queries": []}')
         del head_lines
+        parsed = None if text is None else _head(*text)
         if parsed is None:
             raise _Layout
         head, _, extra = parsed
@@ -523,13 +531,23 @@ def _read_lines(path: Path) -> Evaluation | None:
 
 
 def _read_whole(path: Path) -> Evaluation | None:
-    """Any other layout: the whole file parsed by orjson, each parsed query freed once built."""
+    """Any other layout, and spanchor 0.x evaluations: the whole file parsed by orjson, each
+    parsed query freed once built (a 0.x file goes to its reader from this one parse)."""
     try:
         raw = path.read_bytes()
     except OSError:
         return None
-    parsed = _head(raw)
+    text = _parsed(raw)
     del raw  # the text is not kept beside what it parsed to
+    if text is None:
+        return None
+    data, colons = text
+    if type(data) is dict and "kind" not in data and is_0x_evaluation(data):
+        if _pairs_and_colons(data) != colons:
+            return None  # a repeated key: the strict reader names it
+        return evaluation_from_0x(data, path)
+    parsed = _head(data, colons)
+    del data
     if parsed is None:
         return None
     head, items, colons = parsed
