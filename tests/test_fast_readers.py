@@ -182,7 +182,8 @@ def test_our_layout_is_read_a_line_at_a_time_and_any_other_whole(tmp_path: Path)
     lines = evaluation_file._read_lines(path)
     assert lines is not None
     assert dict(lines.queries) == dict(slow.queries)
-    assert lines.settings == slow.settings and lines.mapping == slow.mapping
+    assert lines.settings == slow.settings
+    assert lines.mapping == slow.mapping
     # the same document in another layout: one line, or indented throughout
     for text in (
         json.dumps(json.loads(path.read_text(encoding="utf-8")), ensure_ascii=False),
@@ -260,7 +261,8 @@ def test_a_0x_evaluation_is_parsed_once_and_read_as_the_strict_path_reads_it(
     strict = evaluation_from_0x(loads_strict(path.read_text(), path=path), path)
     assert dict(fast.queries) == dict(strict.queries)
     assert fast.metric_names == strict.metric_names == ("recall@5", "hit@5", "iou")
-    assert fast.settings == strict.settings and fast.mapping == strict.mapping
+    assert fast.settings == strict.settings
+    assert fast.mapping == strict.mapping
     del data["per_query_metrics"]["q:1"]["iou"]  # type: ignore[index]
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     with pytest.raises(EvaluationFileError, match="'q:1' lacks iou"):
