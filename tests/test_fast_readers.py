@@ -301,3 +301,21 @@ def test_the_kind_of_a_whole_document_is_that_of_the_lenient_parse(
     path = tmp_path / "doc.json"
     path.write_text(text, encoding="utf-8")
     assert holds_evaluation(path) is expected
+
+
+def test_shared_metric_values_keep_the_sign_of_zero(tmp_path: Path) -> None:
+    import math
+
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    line = next(i for i, row in enumerate(lines) if '"query_id": "q5"' in row)
+    lines[line] = lines[line].replace('"mine:custom": -3.5', '"mine:custom": -0.0')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read = evaluation_file._read_fast(path)
+    assert read is not None
+    assert math.copysign(1.0, read["q5"]["mine:custom"]) == -1.0
+    assert read["q1"]["mine:custom"] == -3.5
+    assert dict(read.queries) == dict(_slow(path).queries)
+    assert read["q:2"]["recall@5"] is read["q1"]["recall@5"]  # one object for a repeated value

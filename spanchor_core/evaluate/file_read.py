@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import operator
+from math import copysign
 from pathlib import Path
 from typing import Any, Final
 
@@ -265,8 +266,8 @@ class _Builder:
     Accepts exactly what :class:`QueryModel` and :func:`_check_consistent` accept, in the
     shapes our writer produces (ints where floats go allowed), and gives the same values; any
     other shape is declined (``None``) so that the strict path explains it. Repeated strings
-    (statuses, document ids), confidences of 1 and identical mapping counts are shared between
-    queries, which keeps two 100,000-query evaluations inside a gigabyte.
+    (statuses, document ids), metric values, confidences of 1 and identical mapping counts
+    are shared between queries, which keeps two 100,000-query evaluations inside a gigabyte.
     """
 
     def __init__(self, names: tuple[str, ...]) -> None:
@@ -277,6 +278,7 @@ class _Builder:
         self.queries: dict[str, QueryEvaluation] = {}
         self.strings: dict[str, tuple[str, int]] = {}
         self.stats: dict[tuple[Any, ...], MappingStats] = {}
+        self.floats: dict[float, float] = {}
 
     def _metrics(self, metrics: Any) -> dict[str, float] | None:
         keys = tuple(metrics)
@@ -289,17 +291,20 @@ class _Builder:
             self.scores = operator.itemgetter(*positions, *positions[:1]) if positions else None
         raw_values = tuple(metrics.values())
         types = set(map(type, raw_values))
-        values: dict[str, float] = metrics
         if types != _FLOAT:
             if not types <= _NUMBER:
                 return None
-            values = {name: float(value) for name, value in metrics.items()}
-            raw_values = tuple(values.values())
+            raw_values = tuple(map(float, raw_values))
         if self.scores is not None:
             picked = self.scores(raw_values)
             if min(picked) < 0.0 or max(picked) > 1.0:
                 return None
-        return values
+        if 0.0 in raw_values and any(copysign(1.0, v) < 0.0 for v in raw_values if v == 0.0):
+            return dict(zip(keys, raw_values, strict=True))  # -0.0 would be shared as 0.0
+        # Metric values repeat a lot (0, 1, the same fractions): one float object each. The
+        # rebuilt dict is also smaller than the parser's.
+        share = self.floats.setdefault
+        return dict(zip(keys, map(share, raw_values, raw_values), strict=True))
 
     def _mapping(self, mapping: Any) -> MappingStats | None:
         if type(mapping) is not dict:
