@@ -5,17 +5,23 @@
    :func:`~spanchor_core.metrics.metric_names` at K = 1, 3, 5, 10, five located results and one
    or two gold spans per query; the candidate is the baseline with about 30 % of the queries
    moved) and writes them with :func:`~spanchor_core.evaluate.write_evaluation`.
-2. ``spanchor compare a.json b.json -o comparison.json -q`` runs ``--repeat`` times in a fresh
+2. *Per phase*, once, in a fresh interpreter: import, read the baseline and the candidate
+   (``load_side``: the kind check and ``read_evaluation``), classify (``compare`` less the
+   statistics), the statistics (``paired_statistics``, timed by wrapping it), the diagnosis,
+   ``write_comparison`` and the Markdown, JUnit and terminal renderings; wall, CPU and the peak
+   RSS of each phase (``VmHWM``, reset through ``/proc/self/clear_refs``). Every output is kept
+   (``--keep-output DIR``), to ``cmp`` one version of the code against another.
+3. ``spanchor compare a.json b.json -o comparison.json -q`` runs ``--repeat`` times in a fresh
    interpreter (``python -m spanchor_core.cli``); each run's wall time (``perf_counter`` around
    the child), CPU time (user + system) and peak RSS (``ru_maxrss``) come from ``os.wait4``,
    i.e. the child alone. The median of each is printed with the range.
-3. The *floor*: a fresh interpreter that only reads both files and parses them with the
+4. The *floor*: a fresh interpreter that only reads both files and parses them with the
    standard library's ``json.loads`` (and, for reference, ``orjson.loads``), measured the same
    way; also ``python -c pass`` with spanchor imported (the fixed cost of the CLI).
 
     python bench/bench_compare.py                       # 100,000 queries, 3 repeats
     python bench/bench_compare.py --queries 10000 --repeat 5 --workdir /tmp/sp-compare
-    python bench/bench_compare.py --phases-only --keep-output /tmp/after   # outputs to diff
+    python bench/bench_compare.py --workdir /tmp/sp-compare --phases-only --keep-output /tmp/after
 
 Not part of the test suite.
 """
