@@ -314,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     kept.mkdir(parents=True, exist_ok=True)
     print("per phase, one fresh interpreter (peak: the highest RSS during that phase):")
     environment = {**os.environ, "COLUMNS": "120"}
-    phases = subprocess.run([python, "-c", _PHASES, str(a), str(b), str(kept)], env=environment)
+    # in the work directory, like every measured child: ``-c`` puts the current directory
+    # first on sys.path, which would shadow PYTHONPATH when run from a checkout
+    phases = subprocess.run(
+        [python, "-c", _PHASES, str(a), str(b), str(kept.resolve())], env=environment, cwd=workdir
+    )
     if phases.returncode:
         sys.exit(f"the phases run failed ({phases.returncode})")
     print(f"outputs of the phases run in {kept}\n")
