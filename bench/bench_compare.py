@@ -5,17 +5,23 @@
    :func:`~spanchor_core.metrics.metric_names` at K = 1, 3, 5, 10, five located results and one
    or two gold spans per query; the candidate is the baseline with about 30 % of the queries
    moved) and writes them with :func:`~spanchor_core.evaluate.write_evaluation`.
-2. ``spanchor compare a.json b.json -o comparison.json -q`` runs ``--repeat`` times in a fresh
+2. *Per phase*, once, in a fresh interpreter: import, read the baseline and the candidate
+   (``load_side``: the kind check and ``read_evaluation``), classify (``compare`` less the
+   statistics), the statistics (``paired_statistics``, timed by wrapping it), the diagnosis,
+   ``write_comparison`` and the Markdown, JUnit and terminal renderings; wall, CPU and the peak
+   RSS of each phase (``VmHWM``, reset through ``/proc/self/clear_refs``). Every output is kept
+   (``--keep-output DIR``), to ``cmp`` one version of the code against another.
+3. ``spanchor compare a.json b.json -o comparison.json -q`` runs ``--repeat`` times in a fresh
    interpreter (``python -m spanchor_core.cli``); each run's wall time (``perf_counter`` around
    the child), CPU time (user + system) and peak RSS (``ru_maxrss``) come from ``os.wait4``,
    i.e. the child alone. The median of each is printed with the range.
-3. The *floor*: a fresh interpreter that only reads both files and parses them with the
+4. The *floor*: a fresh interpreter that only reads both files and parses them with the
    standard library's ``json.loads`` (and, for reference, ``orjson.loads``), measured the same
    way; also ``python -c pass`` with spanchor imported (the fixed cost of the CLI).
 
     python bench/bench_compare.py                       # 100,000 queries, 3 repeats
     python bench/bench_compare.py --queries 10000 --repeat 5 --workdir /tmp/sp-compare
-    python bench/bench_compare.py --keep-output out.json   # the comparison, to diff before/after
+    python bench/bench_compare.py --workdir /tmp/sp-compare --phases-only --keep-output /tmp/after
 
 Not part of the test suite.
 """
@@ -25,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -153,6 +158,93 @@ def _summary(label: str, samples: list[Sample]) -> str:
     )
 
 
+_PHASES = r"""
+import gc, io, os, resource, sys, time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+def _hwm():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def _reset():
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        pass
+
+rows = []
+def phase(name, started, cpu):
+    rows.append((name, time.perf_counter() - started, time.process_time() - cpu, _hwm()))
+    _reset()
+
+t, c = time.perf_counter(), time.process_time()
+import spanchor_core.cli.evaluation as cli
+from spanchor_core.compare import compare, write_comparison
+from spanchor_core.diagnosis import diagnose_regressions
+from spanchor_core.pipeline import load_side
+from spanchor_core.render.junit import comparison_junit
+from spanchor_core.render.markdown import comparison_markdown
+phase("import spanchor_core.cli", t, c)
+a, b, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+t, c = time.perf_counter(), time.process_time()
+base = load_side(a, corpus=None, gold=None)
+phase("read baseline (kind + read)", t, c)
+t, c = time.perf_counter(), time.process_time()
+cand = load_side(b, corpus=None, gold=None)
+phase("read candidate (kind + read)", t, c)
+classify = sys.modules["spanchor_core.compare.classify"]
+inner = classify.paired_statistics
+spent = [0.0, 0.0, 0.0]
+def timed(*args, **kwargs):
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        return inner(*args, **kwargs)
+    finally:
+        spent[0] += time.perf_counter() - t
+        spent[1] += time.process_time() - c
+        spent[2] = max(spent[2], _hwm())
+classify.paired_statistics = timed
+t, c = time.perf_counter(), time.process_time()
+comparison = compare(base, cand)
+wall, cpu = time.perf_counter() - t - spent[0], time.process_time() - c - spent[1]
+rows.append(("classify (compare without statistics)", wall, cpu, _hwm()))
+rows.append(("statistics (bootstrap + sign flips)", spent[0], spent[1], spent[2]))
+_reset()
+t, c = time.perf_counter(), time.process_time()
+if comparison.regressions():
+    import dataclasses
+    diagnosis = diagnose_regressions(comparison, base, cand)
+    comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
+else:
+    diagnosis = None
+phase("diagnose regressions", t, c)
+t, c = time.perf_counter(), time.process_time()
+write_comparison(comparison, out / "comparison.json")
+phase("write comparison JSON", t, c)
+t, c = time.perf_counter(), time.process_time()
+text = comparison_markdown(comparison, baseline=base, candidate=cand)
+(out / "report.md").write_text(text, encoding="utf-8")
+(out / "junit.xml").write_text(comparison_junit(comparison), encoding="utf-8")
+screen = io.StringIO()
+with redirect_stdout(screen):
+    cli._print_comparison(comparison, False, diagnosis, policy_given=False)
+(out / "terminal.txt").write_text(screen.getvalue(), encoding="utf-8")
+phase("render Markdown + JUnit + terminal", t, c)
+for name, wall, cpu, peak in rows:
+    print(f"  {name:<40} wall {wall:6.2f} s   cpu {cpu:6.2f} s   peak {peak:7.1f} MiB")
+print(f"  {'highest of the phases':<40} peak {max(row[3] for row in rows):7.1f} MiB")
+"""
+"""One fresh interpreter timing each phase of what ``spanchor compare`` does (wall, CPU, and
+the peak RSS of each phase: ``VmHWM``, reset through ``/proc/self/clear_refs`` between them);
+it also writes the comparison JSON, the Markdown report, the JUnit XML and the terminal
+output (``COLUMNS=120``), so that two versions of the code can be diffed on the same inputs."""
+
+
 _FLOOR = """
 import json, sys, time
 import orjson
@@ -176,7 +268,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep (and reuse) the generated files here")
-    parser.add_argument("--keep-output", type=Path, help="copy the comparison JSON here")
+    parser.add_argument(
+        "--keep-output",
+        type=Path,
+        help="a directory: the phases run's comparison JSON, Markdown, JUnit and terminal output",
+    )
+    parser.add_argument(
+        "--phases-only", action="store_true", help="only the per-phase run (no whole-process runs)"
+    )
     parser.add_argument("--profile", action="store_true", help="also run once under cProfile")
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -211,6 +310,22 @@ def main(argv: list[str] | None = None) -> int:
     out = workdir / "comparison.json"
     python = sys.executable
     compare = [python, "-m", "spanchor_core.cli", "compare", str(a), str(b), "-o", str(out), "-q"]
+    kept = args.keep_output if args.keep_output is not None else workdir / "phases"
+    kept.mkdir(parents=True, exist_ok=True)
+    print("per phase, one fresh interpreter (peak: the highest RSS during that phase):")
+    environment = {**os.environ, "COLUMNS": "120"}
+    # in the work directory, like every measured child: ``-c`` puts the current directory
+    # first on sys.path, which would shadow PYTHONPATH when run from a checkout
+    phases = subprocess.run(
+        [python, "-c", _PHASES, str(a), str(b), str(kept.resolve())], env=environment, cwd=workdir
+    )
+    if phases.returncode:
+        sys.exit(f"the phases run failed ({phases.returncode})")
+    print(f"outputs of the phases run in {kept}\n")
+    if args.phases_only:
+        if temp is not None:
+            temp.cleanup()
+        return 0
     runs = [_run(compare, workdir) for _ in range(args.repeat)]
     floor = [_run([python, "-c", _FLOOR, str(a), str(b)], workdir) for _ in range(args.repeat)]
     start_only = [_run([python, "-c", "import spanchor_core.cli"], workdir) for _ in range(3)]
@@ -236,9 +351,6 @@ def main(argv: list[str] | None = None) -> int:
             ],
             check=True,
         )
-    if args.keep_output is not None:
-        shutil.copyfile(out, args.keep_output)
-        print(f"comparison kept in {args.keep_output}")
     if temp is not None:
         temp.cleanup()
     return 0

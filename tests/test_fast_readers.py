@@ -7,6 +7,7 @@ everything else to the strict path; ``write_comparison`` writes the queries by h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -172,3 +173,149 @@ def test_write_comparison_bytes_are_those_of_the_model(tmp_path: Path) -> None:
             allow_nan=False,
         )
         assert path.read_text(encoding="utf-8") == expected + "\n"
+
+
+def test_our_layout_is_read_a_line_at_a_time_and_any_other_whole(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    slow = _slow(path)
+    lines = evaluation_file._read_lines(path)
+    assert lines is not None
+    assert dict(lines.queries) == dict(slow.queries)
+    assert lines.settings == slow.settings
+    assert lines.mapping == slow.mapping
+    # the same document in another layout: one line, or indented throughout
+    for text in (
+        json.dumps(json.loads(path.read_text(encoding="utf-8")), ensure_ascii=False),
+        json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=4),
+    ):
+        other = tmp_path / "other.json"
+        other.write_text(text, encoding="utf-8")
+        with pytest.raises(evaluation_file._Layout):
+            evaluation_file._read_lines(other)
+        whole = evaluation_file._read_fast(other)
+        assert whole is not None or ":" in text  # ':' inside strings: the strict path decides
+        assert dict(read_evaluation(other).queries) == dict(slow.queries)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ('"records": 5,', '"records": 5, "records": 5,', "appears twice"),  # in the head
+        ('"q5", "status"', '"q5", "query_id": "q5", "status"', "appears twice"),
+        ("}]}\n  ]", "}]},\n  ]", "not valid JSON"),  # a comma before the end of the list
+        ("}]}\n  ]\n}", "}]}\n  ]\n", "not valid JSON"),  # the top-level object not closed
+        ('"status": "scored"', '"status": "done"', "status"),
+    ],
+)
+def test_the_line_reader_leaves_what_is_wrong_to_the_strict_path(
+    tmp_path: Path, old: str, new: str, fragment: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    assert evaluation_file._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match=fragment):
+        read_evaluation(path)
+
+
+def test_a_line_reader_file_with_a_nested_queries_member_is_read_whole(tmp_path: Path) -> None:
+    evaluation = _evaluation()
+    header = {"queries": [1, 2], "note": "x"}
+    settings = dataclasses.replace(evaluation.settings, run_header=header)
+    path = tmp_path / "e.json"
+    write_evaluation(dataclasses.replace(evaluation, settings=settings), path)
+    read = read_evaluation(path)
+    assert read.settings.run_header == header
+    assert dict(read.queries) == dict(_slow(path).queries)
+
+
+def _old_evaluation() -> dict[str, object]:
+    """A spanchor 0.x evaluation (schema 0.2.0) of three queries, a ':' in one id."""
+    return {
+        "schema_version": "0.2.0",
+        "timestamp": "2024-01-15T10:00:00+00:00",
+        "queries": [{"query_id": "q:1", "anchors": [{"document_id": "d", "start": 0, "end": 5}]}],
+        "per_query_metrics": {
+            "q:1": {"recall@5": 0.5, "hit@5": 1, "iou": 0.0},
+            "q2": {"recall@5": 1.0, "hit@5": 1, "iou": 0.5},
+            "q3": {"iou": 0.25, "recall@5": 0.0, "hit@5": 0},
+        },
+        "config": {"k": [5]},
+        "mapper_stats": {"MAPPED_EXACT": 7, "UNMAPPED": 1},
+    }
+
+
+def test_a_0x_evaluation_is_parsed_once_and_read_as_the_strict_path_reads_it(
+    tmp_path: Path,
+) -> None:
+    from spanchor_core.evaluate.legacy import evaluation_from_0x
+
+    path = tmp_path / "old.json"
+    data = _old_evaluation()
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    fast = evaluation_file._read_fast(path)
+    assert fast is not None  # from the one orjson parse
+    strict = evaluation_from_0x(loads_strict(path.read_text(), path=path), path)
+    assert dict(fast.queries) == dict(strict.queries)
+    assert fast.metric_names == strict.metric_names == ("recall@5", "hit@5", "iou")
+    assert fast.settings == strict.settings
+    assert fast.mapping == strict.mapping
+    del data["per_query_metrics"]["q:1"]["iou"]  # type: ignore[index]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with pytest.raises(EvaluationFileError, match="'q:1' lacks iou"):
+        read_evaluation(path)
+
+
+def test_a_repeated_key_in_a_0x_evaluation_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    text = json.dumps(_old_evaluation(), indent=2).replace(
+        '"hit@5": 0', '"hit@5": 0, "hit@5": 1', 1
+    )
+    path.write_text(text, encoding="utf-8")
+    assert evaluation_file._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match="appears twice in one object"):
+        read_evaluation(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{\n  "kind": "spanchor.run",\n  "kind": "spanchor.evaluation"\n}\n', True),
+        ('{\n  "kind": "spanchor.evaluation",\n  "kind": "spanchor.run"\n}\n', True),
+        ('{\n  "note": 1,\n  "kind": "spanchor.evaluation",\n  "kind": "x"\n}\n', True),
+        ('{\n  "note": 1,\n  "\\u006bind": "spanchor.evaluation",\n  "kind": "x"\n}\n', True),
+        ('{\n  "note": 1,\n  "kind": "spanchor.run"\n}\n', False),
+        ('{\n  "note": NaN,\n  "kind": "spanchor.evaluation"\n}\n', True),
+        ('\ufeff{\n  "note": 1,\n  "per_query_metrics": {}\n}\n', True),
+        ('[\n  {"kind": "spanchor.evaluation"}\n]\n', False),
+    ],
+)
+def test_the_kind_of_a_whole_document_is_that_of_the_lenient_parse(
+    tmp_path: Path, text: str, expected: bool
+) -> None:
+    from spanchor_core.evaluate.kind import holds_evaluation
+
+    path = tmp_path / "doc.json"
+    path.write_text(text, encoding="utf-8")
+    assert holds_evaluation(path) is expected
+
+
+def test_shared_metric_values_keep_the_sign_of_zero(tmp_path: Path) -> None:
+    import math
+
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(), path)
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    line = next(i for i, row in enumerate(lines) if '"query_id": "q5"' in row)
+    lines[line] = lines[line].replace('"mine:custom": -3.5', '"mine:custom": -0.0')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read = evaluation_file._read_fast(path)
+    assert read is not None
+    assert math.copysign(1.0, read["q5"]["mine:custom"]) == -1.0
+    assert read["q1"]["mine:custom"] == -3.5
+    assert dict(read.queries) == dict(_slow(path).queries)
+    assert read["q:2"]["recall@5"] is read["q1"]["recall@5"]  # one object for a repeated value

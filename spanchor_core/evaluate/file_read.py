@@ -1,11 +1,12 @@
-"""Reading an evaluation file once it is parsed: the consistency checks, the strict path
-(pydantic, which explains any problem) and the fast path that builds the model directly for
-well-formed files (plain type checks; anything unusual falls back to the strict path)."""
+"""Reading an evaluation file: the consistency checks and conversion of the strict path
+(pydantic, which explains any problem), and the fast path for well-formed files — our layout
+read a query line at a time, any other parsed whole by orjson, a 0.x file handed to its reader
+from that one parse — whose plain checks (:mod:`.file_queries`) decline anything unusual to the
+strict path."""
 
 from __future__ import annotations
 
 import json
-import operator
 from pathlib import Path
 from typing import Any, Final
 
@@ -16,12 +17,15 @@ from spanchor_core.errors import EvaluationFileError
 from spanchor_core.evaluate.file_models import (
     _CURRENT_FORMAT,
     EvaluationFile,
-    LocatedResultModel,
-    MappingModel,
-    QueryModel,
-    SpanModel,
-    TraceModel,
 )
+from spanchor_core.evaluate.file_queries import (
+    _ESCAPED_COLONS,
+    _JSON_SPACE,
+    _Builder,
+    _is_score,
+    _pairs_and_colons,
+)
+from spanchor_core.evaluate.legacy import evaluation_from_0x, is_0x_evaluation
 from spanchor_core.evaluate.model import (
     EVALUATION_KIND,
     EVALUATION_SCHEMA_VERSION,
@@ -30,19 +34,9 @@ from spanchor_core.evaluate.model import (
     LocatedResult,
     MappingStats,
     QueryEvaluation,
-    QueryStatus,
     TraceSummary,
 )
 from spanchor_core.spans import DocSpan
-
-_SCORES: Final = frozenset(
-    {"recall", "precision", "hit", "full_evidence", "iou", "mrr", "ndcg", "ap"}
-)
-"""The built-in metrics whose values are scores in [0, 1] (a value outside is refused)."""
-
-
-def _is_score(name: str) -> bool:
-    return name.partition("@")[0] in _SCORES
 
 
 def _line_of_query(text: str, query_id: str) -> int | None:
@@ -151,250 +145,28 @@ def _evaluation_of(model: EvaluationFile, queries: dict[str, QueryEvaluation]) -
 
 # ------------------------------------------------------------------------ the fast path
 
-_QUERY_KEYS: Final = frozenset(QueryModel.model_fields)
-_QUERY_REQUIRED: Final = frozenset(
-    name for name, field in QueryModel.model_fields.items() if field.is_required()
-)
-_RESULT_KEYS: Final = frozenset(LocatedResultModel.model_fields)
-_RESULT_REQUIRED: Final = frozenset(
-    name for name, field in LocatedResultModel.model_fields.items() if field.is_required()
-)
-_MAPPING_KEYS: Final = frozenset(MappingModel.model_fields)
-_MAPPING_REQUIRED: Final = frozenset(
-    name for name, field in MappingModel.model_fields.items() if field.is_required()
-)
-_TRACE_KEYS: Final = frozenset(TraceModel.model_fields)
-_SPAN_KEYS: Final = frozenset(SpanModel.model_fields)
-_STATUSES: Final = {status.value: status for status in QueryStatus}
-_STR_OR_NONE: Final = frozenset({str, type(None)})
-_INT_OR_NONE: Final = frozenset({int, type(None)})
-_NUMBER: Final = frozenset({float, int})
-_FLOAT: Final = {float}
 
+def _parsed(raw: bytes) -> tuple[Any, int] | None:
+    """``raw`` parsed by orjson, and its ``:`` count; ``None`` when orjson refuses it.
 
-def _pairs_and_colons(value: Any) -> int:
-    """Members of every object in ``value`` plus the ``:`` inside its strings (keys included)."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str:
-            count += item.count(":")
-        elif kind is dict:
-            count += len(item)
-            for key, member in item.items():
-                count += key.count(":")
-                stack.append(member)
-        elif kind is list:
-            stack.extend(item)
-    return count
-
-
-def _trace_fast(t: Any, strings: list[str]) -> TraceSummary | None:
-    if type(t) is not dict or not _TRACE_KEYS.issuperset(t) or "records" not in t:
-        return None
-    if "trace_id" not in t:
-        return None
-    trace_id, records = t["trace_id"], t["records"]
-    sources, stage, error = t.get("sources", []), t.get("stage"), t.get("error")
-    if (
-        type(trace_id) not in _STR_OR_NONE
-        or type(records) is not int
-        or records < 0
-        or type(sources) is not list
-        or any(type(source) is not str for source in sources)
-        or type(stage) not in _STR_OR_NONE
-        or type(error) not in _STR_OR_NONE
-    ):
-        return None
-    strings.extend(x for x in (trace_id, stage, error, *sources) if x is not None)
-    return TraceSummary(trace_id, records, tuple(sources), stage, error)
-
-
-def _queries_fast(
-    items: Any, names: tuple[str, ...], colons: int
-) -> dict[str, QueryEvaluation] | None:
-    """The queries of a well-formed file built directly, or ``None`` to let the model explain.
-
-    Accepts exactly what :class:`QueryModel` and :func:`_check_consistent` accept, in the
-    shapes our writer produces (ints where floats go allowed), and gives the same values.
-    ``colons`` is what the raw text holds beyond the queries' members: since orjson keeps the
-    last of two equal keys, a repeated key is caught by counting, every ``:`` of the text
-    being either a member's or inside a string.
+    orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, bad
+    UTF-8), and more (lone surrogates, huge integers: the strict path decides), except repeated
+    keys, which are caught by counting: every ``:`` of the text is a member's or inside a
+    string (a text with an escaped one is declined).
     """
-    if type(items) is not list:
+    if _ESCAPED_COLONS[0] in raw or _ESCAPED_COLONS[1] in raw:
         return None
-    wanted = frozenset(names)
-    known_keys: tuple[str, ...] = ()
-    known_cost = 0
-    scores: operator.itemgetter[Any] | None = None
-    known_counts: tuple[str, ...] = ()
-    counts_cost = 0
-    strings: list[str] = []
-    pairs = 0
-    queries: dict[str, QueryEvaluation] = {}
-    items.reverse()  # popped from the end in file order: each parsed query freed once built
-    while items:
-        q = items.pop()
-        if type(q) is not dict or not _QUERY_KEYS.issuperset(q) or not q.keys() >= _QUERY_REQUIRED:
-            return None
-        query_id, status, error = q["query_id"], q["status"], q.get("error")
-        metrics, gold, mapping, results = q["metrics"], q["gold"], q["mapping"], q["results"]
-        if (
-            type(query_id) is not str
-            or query_id in queries
-            or type(status) is not str
-            or status not in _STATUSES
-            or type(error) not in _STR_OR_NONE
-            or type(metrics) is not dict
-            or type(gold) is not list
-            or type(mapping) is not dict
-            or type(results) is not list
-        ):
-            return None
-        keys = tuple(metrics)
-        if keys != known_keys:
-            if not wanted.issubset(keys):
-                return None
-            known_keys, known_cost = keys, len(keys) + sum(key.count(":") for key in keys)
-            positions = [i for i, key in enumerate(keys) if _is_score(key)]
-            scores = operator.itemgetter(*positions, *positions[:1]) if positions else None
-        pairs += len(q) + known_cost
-        raw_values = tuple(metrics.values())
-        types = set(map(type, raw_values))
-        values: dict[str, float] = metrics
-        if types != _FLOAT:
-            if not types <= _NUMBER:
-                return None
-            values = {name: float(value) for name, value in metrics.items()}
-            raw_values = tuple(values.values())
-        if scores is not None:
-            picked = scores(raw_values)
-            if min(picked) < 0.0 or max(picked) > 1.0:
-                return None
-        spans = []
-        for span in gold:
-            if type(span) is not dict or span.keys() != _SPAN_KEYS:
-                return None
-            document_id, start, end = span["document_id"], span["start"], span["end"]
-            if type(document_id) is not str or type(start) is not int or type(end) is not int:
-                return None
-            strings.append(document_id)
-            spans.append(DocSpan(document_id, start, end))
-        pairs += 3 * len(spans)
-        if not _MAPPING_KEYS.issuperset(mapping) or not mapping.keys() >= _MAPPING_REQUIRED:
-            return None
-        counts, hint_rejected = mapping["counts"], mapping.get("hint_rejected", 0)
-        total, rate = mapping["total"], mapping["unmapped_rate"]
-        if (
-            type(counts) is not dict
-            or type(hint_rejected) is not int
-            or type(total) is not int
-            or type(rate) not in _NUMBER
-        ):
-            return None
-        count_keys = tuple(counts)
-        if count_keys != known_counts:
-            known_counts = count_keys
-            counts_cost = len(count_keys) + sum(key.count(":") for key in count_keys)
-        if any(type(n) is not int for n in counts.values()):
-            return None
-        pairs += len(mapping) + counts_cost
-        located = []
-        for r in results:
-            if type(r) is not dict:
-                return None
-            if r.keys() != _RESULT_KEYS and (
-                not _RESULT_KEYS.issuperset(r) or not r.keys() >= _RESULT_REQUIRED
-            ):
-                return None
-            rank, result_status, document_id = r["rank"], r["status"], r["document_id"]
-            start, end, confidence = r["start"], r["end"], r["confidence"]
-            rejected = r.get("hint_rejected", False)
-            resolved_by, reason = r.get("resolved_by"), r.get("reason")
-            if (
-                type(resolved_by) not in _STR_OR_NONE
-                or type(reason) not in _STR_OR_NONE
-                or type(rank) is not int
-                or type(result_status) is not str
-                or type(document_id) not in _STR_OR_NONE
-                or type(start) not in _INT_OR_NONE
-                or type(end) not in _INT_OR_NONE
-                or type(confidence) not in _NUMBER
-                or type(rejected) is not bool
-            ):
-                return None
-            pairs += len(r)
-            strings.append(result_status)
-            if document_id is not None:
-                strings.append(document_id)
-            if resolved_by is not None:
-                strings.append(resolved_by)
-            if reason is not None:
-                strings.append(reason)
-            located.append(
-                LocatedResult(
-                    rank,
-                    result_status,
-                    document_id,
-                    start,
-                    end,
-                    float(confidence),
-                    rejected,
-                    resolved_by,
-                    reason,
-                )
-            )
-        traces: list[TraceSummary] = []
-        raw_traces = q.get("traces", [])
-        if type(raw_traces) is not list:
-            return None
-        for t in raw_traces:
-            trace = _trace_fast(t, strings)
-            if trace is None:
-                return None
-            pairs += len(t)
-            traces.append(trace)
-        strings.append(query_id)
-        strings.append(status)
-        if error is not None:
-            strings.append(error)
-        queries[query_id] = QueryEvaluation(
-            query_id=query_id,
-            metrics=values,
-            status=_STATUSES[status],
-            gold=tuple(spans),
-            results=tuple(located),
-            mapping=MappingStats(dict(counts), hint_rejected),
-            error=error,
-            traces=tuple(traces),
-        )
-    if pairs + "\0".join(strings).count(":") != colons:
-        return None  # a repeated key somewhere: the strict reader names it
-    return queries
-
-
-def _read_fast(path: Path) -> Evaluation | None:
-    """The evaluation a well-formed file of the current format holds, or ``None``.
-
-    orjson refuses what the strict reader refuses (NaN, Infinity, numbers beyond a float, lone
-    surrogates, bad UTF-8) except repeated keys, which :func:`_queries_fast` counts. The small
-    head is validated by the model; anything unusual is left to the strict path, which words
-    the error.
-    """
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if b"\\u003a" in raw or b"\\u003A" in raw:
-        return None  # an escaped ':' would upset the count of members
     colons = raw.count(b":")
     try:
-        data = orjson.loads(raw)
+        return orjson.loads(raw), colons
     except orjson.JSONDecodeError:
         return None
-    del raw  # the text is not kept beside what it parsed to
+
+
+def _head(data: Any, colons: int) -> tuple[EvaluationFile, Any, int] | None:
+    """The validated head of a parsed evaluation, its parsed ``queries`` and the ``:`` of the
+    text that are neither the head's members nor inside the head's strings; ``None`` to
+    decline."""
     if (
         type(data) is not dict
         or data.get("kind") != EVALUATION_KIND
@@ -409,8 +181,125 @@ def _read_fast(path: Path) -> Evaluation | None:
         head = EvaluationFile.model_validate(data)
     except ValidationError:
         return None
-    colons -= _pairs_and_colons(data)
-    queries = _queries_fast(items, tuple(head.metric_names), colons)
-    if queries is None:
+    return head, items, colons - _pairs_and_colons(data)
+
+
+_HEAD_LIMIT: Final = 64 * 1024 * 1024
+"""The most the part before ``"queries"`` may hold for the line-by-line reader."""
+_QUERIES_LINE: Final = b'"queries": ['
+
+
+class _Layout(Exception):
+    """The file is not laid out as our writer lays it out: try the whole-file parse."""
+
+
+def _read_lines(path: Path) -> Evaluation | None:
+    """Our writer's layout (the head, then one query per line) parsed a line at a time, so
+    that no parsed copy of the whole file is ever alive; raises :class:`_Layout` otherwise.
+
+    Lines split on ``\\n`` are whole JSON values, since no JSON string holds a raw newline;
+    the head is parsed with an empty ``queries`` list put in its place, which is valid JSON
+    only when that member closes the top-level object.
+    """
+    with path.open("rb") as handle:
+        head_lines: list[bytes] = []
+        size = 0
+        for line in handle:
+            if line.strip(_JSON_SPACE) == _QUERIES_LINE:
+                break
+            head_lines.append(line)
+            size += len(line)
+            if size > _HEAD_LIMIT:
+                raise _Layout
+        else:
+            raise _Layout
+        opening = _parsed(b"".join(head_lines) + b'"queries": []}')
+        del head_lines
+        parsed = None if opening is None else _head(*opening)
+        if parsed is None:
+            raise _Layout
+        head, _, extra = parsed
+        if extra != 0:
+            return None  # a repeated key in the head
+        builder = _Builder(tuple(head.metric_names))
+        last = False  # the previous query had no comma after it: only "]" may follow
+        for line in handle:
+            text = line.strip(_JSON_SPACE)
+            if not text:
+                continue
+            if text == b"]":
+                if builder.queries and not last:
+                    return None  # a comma before "]"
+                break
+            if last:
+                return None
+            last = not text.endswith(b",")
+            try:
+                q = orjson.loads(text if last else memoryview(text)[:-1])
+            except orjson.JSONDecodeError:
+                raise _Layout from None  # a query over several lines, or broken JSON
+            pairs = builder.add(q)
+            if pairs is None:
+                return None
+            colons = text.count(b":")
+            if colons != pairs and (
+                _ESCAPED_COLONS[0] in text
+                or _ESCAPED_COLONS[1] in text
+                or _pairs_and_colons(q) != colons
+            ):
+                return None  # a repeated key: the strict reader names it
+        else:
+            return None  # no "]": truncated
+        if handle.read().strip(_JSON_SPACE) != b"}":
+            raise _Layout
+    return _evaluation_of(head, builder.queries)
+
+
+def _read_whole(path: Path) -> Evaluation | None:
+    """Any other layout, and spanchor 0.x evaluations: the whole file parsed by orjson, each
+    parsed query freed once built (a 0.x file goes to its reader from this one parse)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
         return None
-    return _evaluation_of(head, queries)
+    text = _parsed(raw)
+    del raw  # the text is not kept beside what it parsed to
+    if text is None:
+        return None
+    data, colons = text
+    if type(data) is dict and "kind" not in data and is_0x_evaluation(data):
+        if _pairs_and_colons(data) != colons:
+            return None  # a repeated key: the strict reader names it
+        return evaluation_from_0x(data, path)
+    parsed = _head(data, colons)
+    del data
+    if parsed is None:
+        return None
+    head, items, colons = parsed
+    if type(items) is not list:
+        return None
+    builder = _Builder(tuple(head.metric_names))
+    items.reverse()  # popped from the end in file order: each parsed query freed once built
+    while items:
+        pairs = builder.add(items.pop())
+        if pairs is None:
+            return None
+        colons -= pairs
+    if colons != 0:
+        return None  # a repeated key, or ':' inside strings: the strict reader decides
+    return _evaluation_of(head, builder.queries)
+
+
+def _read_fast(path: Path) -> Evaluation | None:
+    """The evaluation a well-formed file of the current format holds, or ``None``.
+
+    Our own files are read a line at a time (:func:`_read_lines`), anything else whole
+    (:func:`_read_whole`); whatever either finds unusual is left to the strict path, which
+    words the error.
+    """
+    try:
+        return _read_lines(path)
+    except _Layout:
+        return _read_whole(path)
+    except (OSError, ValueError):
+        return None

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from spanchor_core._kind import leading_kind
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.model import EVALUATION_KIND
@@ -56,6 +58,31 @@ def _is_evaluation(value: Any) -> bool:
     return EVALUATION_KIND in kinds or "per_query_metrics" in value
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _told_by_orjson(raw: bytes) -> bool | None:
+    """What :func:`_is_evaluation` says of ``raw``'s lenient parse, from orjson's (C, about ten
+    times faster), or ``None`` when only the lenient parse can tell.
+
+    orjson refuses some of what the lenient parse accepts (NaN, huge numbers): then ``None``.
+    It keeps the last of repeated keys, which only matters for a repeated top-level ``kind``:
+    no ``kind`` left means there was none; a ``kind`` that is not an evaluation's is trusted
+    only when the text cannot hold a second one (one ``"kind"`` and no ``\\u`` escape).
+    """
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if _is_evaluation(document):
+        return True
+    if type(document) is not dict or "kind" not in document:
+        return False
+    if b"\\u" not in raw and raw.count(b'"kind"') <= 1:
+        return False
+    return None
+
+
 def holds_evaluation(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` holds an evaluation (ours or 0.x); anything else is for the run reader.
 
@@ -92,9 +119,17 @@ def holds_evaluation(path: str | os.PathLike[str]) -> bool:
         # parse a file of hundreds of megabytes whole just to read one string.
         return True
     try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
+        raw = file.read_bytes()
+    except OSError as err:
         raise InputError(f"cannot read file: {err}", path=file) from None
+    known = _told_by_orjson(raw[3:] if raw.startswith(_BOM) else raw)
+    if known is not None:
+        return known
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"cannot read file: {err}", path=file) from None
+    del raw
     try:
         document = _parse_leniently(text)
     except (ValueError, RecursionError):

@@ -106,12 +106,15 @@ def evaluation_from_0x(data: Mapping[str, Any], path: Path) -> Evaluation:
         status = _OLD_STATUSES.get(name, name.lower())
         counts[status] = counts.get(status, 0) + n
     queries: dict[str, QueryEvaluation] = {}
-    names: list[str] = []
+    names: dict[str, None] = {}  # every name any query has, in first-seen order
     for qid, raw in old.per_query_metrics.items():
         metrics = _old_metrics(qid, raw, path)
-        names.extend(name for name in metrics if name not in names)
+        if len(metrics) != len(names) or not names.keys() <= metrics.keys():
+            names.update(dict.fromkeys(metrics))
         queries[qid] = QueryEvaluation(query_id=qid, metrics=metrics, gold=gold.get(qid, ()))
     for qid, query in queries.items():
+        if len(query.metrics) >= len(names) and names.keys() <= query.metrics.keys():
+            continue
         absent = [name for name in names if name not in query.metrics]
         if absent:
             raise EvaluationFileError(f"query {qid!r} lacks {', '.join(absent)}", path=path)
