@@ -181,6 +181,25 @@ def test_the_core_never_imports_a_framework(banned: str) -> None:
     assert found == []
 
 
+def test_only_the_distributed_engine_imports_ray_and_only_inside_functions() -> None:
+    # ``import spanchor_core`` must work without the [ray] extra: ray is imported where a
+    # cluster is used, in distributed/, never at module level.
+    anywhere, at_top = [], []
+    for name, path in _modules().items():
+        if any(t == "ray" or t.startswith("ray.") for t in _imports(path, name)):
+            anywhere.append(name)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                    module = node.module if isinstance(node, ast.ImportFrom) else None
+                    if module == "ray" or "ray" in names:
+                        at_top.append(name)
+    assert anywhere, "the Ray engine imports ray somewhere"
+    assert all(n.startswith("distributed.") for n in anywhere), anywhere
+    assert at_top == []
+
+
 def test_only_front_ends_import_typer_rich_or_click() -> None:
     found = []
     for name, path in _modules().items():
