@@ -68,9 +68,11 @@ from spanchor_core.corpus import (
     DEFAULT_GLOBS,
     Corpus,
     Document,
+    LazyCorpus,
     canonicalize,
     document_id_for,
     load_corpus,
+    open_corpus_file,
     sha256_text,
 )
 from spanchor_core.diagnosis import (
@@ -250,6 +252,7 @@ __all__ = [
     "GoldQuery",
     "GoldSet",
     "InputError",
+    "LazyCorpus",
     "LocateRequest",
     "LocatedResult",
     "Location",
@@ -340,6 +343,7 @@ __all__ = [
     "metric_direction",
     "metric_names",
     "metric_parts",
+    "open_corpus_file",
     "paired_statistics",
     "policy_from_mapping",
     "policy_from_pyproject",

@@ -142,6 +142,8 @@ EXPECTED_CORE_API = {
     "import_squad",
     "iter_run",
     "load_corpus",
+    "open_corpus_file",
+    "LazyCorpus",
     "load_pair",
     "load_policy",
     "load_side",
