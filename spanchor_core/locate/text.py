@@ -18,6 +18,7 @@ __all__ = ["advance_nonspace", "code_points", "fold", "non_space_mask", "normali
 _WS_LIMIT: Final = 0x3001  # every str.isspace() code point is below this
 _WS_TABLE: Final = np.array([chr(c).isspace() for c in range(_WS_LIMIT + 1)], dtype=np.bool_)
 _WS_TABLE[_WS_LIMIT] = False
+_WS_FIRST_HIGH: Final = 0x85  # the first whitespace code point above U+0020
 _SPACE_OPT: Final = re.compile(r"\s*")
 _NONSPACE_RUN: Final = re.compile(r"\S+")
 
@@ -45,7 +46,13 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
 
 def non_space_mask(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
     """True where a code point is not whitespace."""
-    return ~_WS_TABLE[np.minimum(codes, _WS_LIMIT)]
+    # U+0020 is whitespace and nothing from U+0021 to U+0084 is: only control characters
+    # (line ends, mostly) and code points from U+0085 on are looked up in the table
+    mask = codes > 32
+    check = np.flatnonzero((codes < 32) | (codes >= _WS_FIRST_HIGH))
+    if len(check):
+        mask[check] = ~_WS_TABLE[np.minimum(codes[check], _WS_LIMIT)]
+    return mask
 
 
 def advance_nonspace(text: str, pos: int, n: int) -> int:
