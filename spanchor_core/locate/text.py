@@ -21,6 +21,7 @@ _WS_TABLE[_WS_LIMIT] = False
 _WS_FIRST_HIGH: Final = 0x85  # the first whitespace code point above U+0020
 _SPACE_OPT: Final = re.compile(r"\s*")
 _NONSPACE_RUN: Final = re.compile(r"\S+")
+_ADVANCE: dict[int, re.Pattern[str]] = {}  # n -> "n non-space characters and the spaces after"
 
 
 def fold(text: str) -> str:
@@ -57,6 +58,15 @@ def non_space_mask(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
 
 def advance_nonspace(text: str, pos: int, n: int) -> int:
     """Index of the non-space character ``n`` non-space characters after ``text[pos]``."""
+    if n <= 0:
+        return pos
+    # one regular-expression match instead of a loop over the runs (n < CHECKPOINT here)
+    pattern = _ADVANCE.get(n)
+    if pattern is None:
+        pattern = _ADVANCE.setdefault(n, re.compile(rf"\s*(?:\S\s*){{{n}}}"))
+    found = pattern.match(text, pos)
+    if found is not None:
+        return found.end()
     while n > 0:
         run_end = _NONSPACE_RUN.match(text, pos)
         stop = run_end.end() if run_end else pos
