@@ -67,7 +67,8 @@ class MinimizerSearch:
         starts: I64,
         lengths: I64,
     ) -> list[Candidates | None]:
-        """Candidate ``(doc, local start)`` for each text, via its rarest full-window minimizer.
+        """Candidate ``(doc, local start)`` for each text, via its first window's minimizer, or
+        its rarest full-window one when that is frequent.
 
         ``None`` when every minimizer is too frequent to enumerate (caller scans instead).
         Candidates still need confirming; ones that would cross a document end are dropped.
