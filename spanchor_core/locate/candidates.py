@@ -1,7 +1,8 @@
 """Query side of the minimizer index: the minimizers of retrieved texts, and where they point.
 
-Texts are hashed in batches of padded rows (one numpy pass per batch); each text's rarest
-full-window minimizer then yields every place it can occur, to be confirmed by the caller.
+Texts are hashed in batches of padded rows (one numpy pass per batch); any full-window
+minimizer of a text yields every place it can occur, to be confirmed by the caller, so the
+first window's is used unless it is frequent (then the rarest of the text's start).
 """
 
 from __future__ import annotations
