@@ -61,8 +61,9 @@ hash is kept, packed with its position into one sorted ``uint64`` array (about
 ``2 / (window + 1)`` of all positions: 8 bytes per ~25 characters with the defaults).
 Any text of at least ``kgram + window - 1`` characters (67 by default) contains a full
 window, and that window's minimizer is indexed at the same relative place in every
-occurrence — so one lookup of the text's rarest minimizer yields every occurrence, which
-``str.startswith`` confirms. The whitespace-and-case view gets its own index (built only
+occurrence — so one lookup of its first window's minimizer (the rarest one of its first
+``3 * window + kgram - 1`` characters when that one is frequent) yields every occurrence,
+which ``str.startswith`` confirms. The whitespace-and-case view gets its own index (built only
 when some result needs it) plus a map from normalised to canonical offsets that keeps
 every 32nd position and walks the rest. Approximate matching votes with all of a text's
 minimizers in that view for regions (runs of nearby diagonals), aligns every region with

@@ -1,7 +1,8 @@
 """Query side of the minimizer index: the minimizers of retrieved texts, and where they point.
 
-Texts are hashed in batches of padded rows (one numpy pass per batch); each text's rarest
-full-window minimizer then yields every place it can occur, to be confirmed by the caller.
+Texts are hashed in batches of padded rows (one numpy pass per batch); any full-window
+minimizer of a text yields every place it can occur, to be confirmed by the caller, so the
+first window's is used unless it is frequent (then the rarest of the text's start).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from spanchor_core.locate.text import code_points
 __all__ = ["Candidates", "MinimizerSearch"]
 
 _BATCH_CHARS: Final = 16_000  # code points per query batch: arrays stay under the mmap threshold
+_QUICK_COUNT: Final = 8  # a first-window minimizer this rare is used as is; else the rarest
 
 Candidates = list[tuple[int, int]]
 """``(document number, local start)`` pairs still to be confirmed."""
@@ -66,7 +68,8 @@ class MinimizerSearch:
         starts: I64,
         lengths: I64,
     ) -> list[Candidates | None]:
-        """Candidate ``(doc, local start)`` for each text, via its rarest full-window minimizer.
+        """Candidate ``(doc, local start)`` for each text, via its first window's minimizer, or
+        its rarest full-window one when that is frequent.
 
         ``None`` when every minimizer is too frequent to enumerate (caller scans instead).
         Candidates still need confirming; ones that would cross a document end are dropped.
@@ -74,6 +77,100 @@ class MinimizerSearch:
         """
         out: list[Candidates | None] = [None] * len(texts)
         full = np.array([len(t) for t in texts], dtype=np.int64)
+        # any full-window minimizer finds every occurrence, and verification makes the result
+        # the same whichever one is used: most texts are settled by their first window's
+        rest = self._by_first_window(index, texts, full, starts, lengths, out)
+        if len(rest) == len(texts):
+            self._by_rarest(index, texts, full, starts, lengths, out)
+        elif len(rest):
+            picked = [texts[i] for i in rest]
+            found: list[Candidates | None] = [None] * len(picked)
+            self._by_rarest(index, picked, full[rest], starts, lengths, found)
+            for i, hits in zip(rest, found, strict=True):
+                out[i] = hits
+        return out
+
+    def _by_first_window(
+        self,
+        index: MinimizerIndex,
+        texts: list[str],
+        full: I64,
+        starts: I64,
+        lengths: I64,
+        out: list[Candidates | None],
+    ) -> list[int]:
+        """Fill ``out`` for the texts whose first window's minimizer is rare (at most
+        ``_QUICK_COUNT`` entries); return the numbers of the others."""
+        k, w = self.settings.kgram, self.settings.window
+        width = k + w - 1  # every text here is at least this long
+        rows_per_batch = max(1, _BATCH_CHARS // width)
+        keys = np.empty(len(texts), dtype=np.uint64)
+        offs = np.empty(len(texts), dtype=np.int64)
+        for lo in range(0, len(texts), rows_per_batch):
+            batch = texts[lo : lo + rows_per_batch]
+            codes = code_points("".join([t[:width] for t in batch])).reshape(len(batch), width)
+            h = self.hasher.kgrams(codes)
+            best = np.argmin(h, axis=1)
+            offs[lo : lo + len(batch)] = best
+            keys[lo : lo + len(batch)] = h[np.arange(len(batch)), best]
+        first, count = index.lookup(keys)
+        quick = count <= min(_QUICK_COUNT, self.settings.max_occurrences)
+        settled = np.flatnonzero(quick)
+        for slot in settled.tolist():
+            out[slot] = []
+        self._place(
+            index,
+            first[settled],
+            count[settled],
+            settled,
+            offs[settled],
+            full,
+            starts,
+            lengths,
+            out,
+        )
+        return np.flatnonzero(~quick).tolist()
+
+    @staticmethod
+    def _place(
+        index: MinimizerIndex,
+        first: I64,
+        count: I64,
+        slots: I64,
+        offs: I64,
+        full: I64,
+        starts: I64,
+        lengths: I64,
+        out: list[Candidates | None],
+    ) -> None:
+        """Append to ``out[slot]`` the ``(doc, local start)`` that entries ``first .. first +
+        count`` of the minimizer at offset ``offs`` of text ``slot`` point at, in order; ones
+        that would cross a document end are dropped."""
+        pos, owner = index.positions(first, count)
+        where = slots[owner]
+        pos -= offs[owner]
+        need = full[where]
+        docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
+        local = pos - starts[docs]
+        ok = (local >= 0) & (local + need <= lengths[docs])
+        for slot, d, s in zip(
+            where[ok].tolist(), docs[ok].tolist(), local[ok].tolist(), strict=True
+        ):
+            hits = out[slot]
+            if hits is not None:
+                hits.append((d, s))
+
+    def _by_rarest(
+        self,
+        index: MinimizerIndex,
+        texts: list[str],
+        full: I64,
+        starts: I64,
+        lengths: I64,
+        out: list[Candidates | None],
+    ) -> None:
+        """Fill ``out`` through each text's rarest usable minimizer of its first
+        ``anchor_prefix`` characters (``None``: none is usable)."""
         max_occurrences = self.settings.max_occurrences
         for lo_row, rows, offs, keys in self.batched_minimizers(texts, self.settings.anchor_prefix):
             first, count = index.lookup(keys)
@@ -84,19 +181,9 @@ class MinimizerSearch:
             _, head = np.unique(rows[order], return_index=True)
             best = order[head]
             best = best[usable[best]]
-            for row in rows[best].tolist():
-                out[lo_row + row] = []
-            pos, owner = index.positions(first[best], count[best])
-            slots = lo_row + rows[best][owner]
-            pos -= offs[best][owner]
-            need = full[slots]
-            docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
-            local = pos - starts[docs]
-            ok = (local >= 0) & (local + need <= lengths[docs])
-            for slot, d, s in zip(
-                slots[ok].tolist(), docs[ok].tolist(), local[ok].tolist(), strict=True
-            ):
-                hits = out[slot]
-                if hits is not None:
-                    hits.append((d, s))
-        return out
+            slots = lo_row + rows[best]
+            for slot in slots.tolist():
+                out[slot] = []
+            self._place(
+                index, first[best], count[best], slots, offs[best], full, starts, lengths, out
+            )

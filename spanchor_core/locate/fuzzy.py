@@ -20,6 +20,7 @@ from rapidfuzz import fuzz
 from spanchor_core.locate.align import Aligned, align_span
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
+from spanchor_core.locate.hashing import I64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
@@ -33,6 +34,8 @@ _NOTHING: Final = "not found, and no part of it matches the corpus"
 
 Scored = tuple[float, int, int, int]
 """``(score, document number, start, end)`` of one aligned place."""
+Cluster = tuple[int, int, int, int]
+"""``(document number, lowest local diagonal, highest, votes)``: one text's run of votes."""
 
 
 def fuzzy_stage(
@@ -57,44 +60,61 @@ def fuzzy_stage(
         return []
     view = ctx.normalised_view()
     max_occurrences = settings.max_occurrences
-    votes: list[list[tuple[int, int]]] = [[] for _ in indexed]
+    clusters: list[list[Cluster]] = [[] for _ in indexed]
     for lo_row, rows, offs, keys in ctx.search.batched_minimizers([j.norm for j in indexed]):
         first, count = view.index.lookup(keys)
         keep = np.flatnonzero((count > 0) & (count <= max_occurrences))
         pos, owner = view.index.positions(first[keep], count[keep])
         docs = np.searchsorted(view.starts, pos, side="right") - 1
         local_diag = pos - offs[keep][owner] - view.starts[docs]
-        for row, doc, dg in zip(
-            (lo_row + rows[keep][owner]).tolist(), docs.tolist(), local_diag.tolist(), strict=True
-        ):
-            votes[row].append((doc, dg))
-    for job, vote in zip(indexed, votes, strict=True):
-        results[job.slot] = _from_votes(ctx, job, vote, view)
+        _add_clusters(clusters, lo_row, rows[keep][owner], docs, local_diag)
+    for job, found in zip(indexed, clusters, strict=True):
+        results[job.slot] = _from_votes(ctx, job, found, view)
     return []
 
 
+def _add_clusters(
+    clusters: list[list[Cluster]], lo_row: int, rows: I64, docs: I64, diagonals: I64
+) -> None:
+    """Group the votes ``(row, document, local diagonal)`` of one batch of texts into the
+    clusters of each text ``lo_row + row``, in ``(document, diagonal)`` order.
+
+    A cluster is a run of one text's votes in one document whose sorted diagonals are at
+    most ``_DIAGONAL_GAP`` apart; done for the whole batch at once, so no vote becomes a
+    Python object.
+    """
+    if not len(rows):
+        return
+    order = np.lexsort((diagonals, docs, rows))
+    rows, docs, diagonals = rows[order], docs[order], diagonals[order]
+    new = np.ones(len(rows), dtype=np.bool_)
+    new[1:] = (
+        (rows[1:] != rows[:-1])
+        | (docs[1:] != docs[:-1])
+        | (diagonals[1:] - diagonals[:-1] > _DIAGONAL_GAP)
+    )
+    heads = np.flatnonzero(new)
+    tails = np.append(heads[1:], len(rows))
+    for row, doc, lo, hi, count in zip(
+        (rows[heads] + lo_row).tolist(),
+        docs[heads].tolist(),
+        diagonals[heads].tolist(),
+        diagonals[tails - 1].tolist(),
+        (tails - heads).tolist(),
+        strict=True,
+    ):
+        clusters[row].append((doc, lo, hi, count))
+
+
 def _regions(
-    ctx: SearchContext, job: Pending, vote: list[tuple[int, int]], view: NormalisedView
+    ctx: SearchContext, job: Pending, clusters: list[Cluster], view: NormalisedView
 ) -> list[tuple[int, int, int]]:
     """The voted regions worth aligning, as ``(doc, normalised lo, normalised hi)``.
 
-    ``vote`` holds ``(document, local diagonal)`` per minimizer hit; a region is a run of
-    votes in one document whose sorted diagonals are at most ``_DIAGONAL_GAP`` apart. Plain
-    Python: a text has tens of votes, where numpy's per-call cost would dominate.
+    ``clusters`` are the text's runs of votes (:func:`_add_clusters`), in ``(document,
+    diagonal)`` order.
     """
     n = len(job.norm)
-    ordered = sorted(vote)
-    clusters: list[tuple[int, int, int, int]] = []  # doc, lowest diagonal, highest, votes
-    doc, lo = ordered[0]
-    hi = lo
-    count = 0
-    for d, dg in ordered:
-        if d != doc or dg - hi > _DIAGONAL_GAP:
-            clusters.append((doc, lo, hi, count))
-            doc, lo, count = d, dg, 0
-        hi = dg
-        count += 1
-    clusters.append((doc, lo, hi, count))
     best = max(c[3] for c in clusters)
     # most votes first, then position: the order only matters when the list is cut
     keep = sorted(
@@ -116,9 +136,7 @@ def _regions(
     return regions
 
 
-def _claimed(
-    job: Pending, clusters: list[tuple[int, int, int, int]], view: NormalisedView
-) -> list[int]:
+def _claimed(job: Pending, clusters: list[Cluster], view: NormalisedView) -> list[int]:
     """Clusters the request points at: the named document's best one, the one nearest the
     hint, the best one overlapping each gold span."""
     n = len(job.norm)
@@ -144,15 +162,15 @@ def _claimed(
 
 
 def _from_votes(
-    ctx: SearchContext, job: Pending, vote: list[tuple[int, int]], view: NormalisedView
+    ctx: SearchContext, job: Pending, clusters: list[Cluster], view: NormalisedView
 ) -> Location:
     """Align every voted region worth it and let the scores compete."""
-    if not vote:
+    if not clusters:
         return unmapped(job, _NOTHING)
     # markup and dropped words before the first (after the last) minimizer move the true edges
     margin = _MARGIN + min(len(job.norm) // 10, ctx.settings.window)
     scored: list[Scored] = []
-    for doc, lo, hi in _regions(ctx, job, vote, view):
+    for doc, lo, hi in _regions(ctx, job, clusters, view):
         source = ctx.documents.texts[doc]
         c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
         c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)

@@ -48,11 +48,14 @@ class KgramHasher:
         n = codes.shape[-1]
         k = self.k
         pw, inv = self._powers(n)
-        prefix = np.cumsum(codes.astype(np.uint64) * inv, axis=-1, dtype=np.uint64)
-        upper = prefix[..., k - 1 :]
-        lower = np.zeros_like(upper)
-        lower[..., 1:] = prefix[..., : n - k]
-        return _mix(pw[k - 1 :] * (upper - lower))
+        # in place where numpy allows: one scratch array and one result, no other temporaries
+        prefix = codes.astype(np.uint64)
+        np.multiply(prefix, inv, out=prefix)
+        np.cumsum(prefix, axis=-1, dtype=np.uint64, out=prefix)
+        out = prefix[..., k - 1 :].copy()
+        np.subtract(out[..., 1:], prefix[..., : n - k], out=out[..., 1:])
+        np.multiply(out, pw[k - 1 :], out=out)
+        return _mix(out)
 
 
 def _power_table(base: int, size: int) -> U64:
@@ -68,13 +71,27 @@ def _power_table(base: int, size: int) -> U64:
     return table
 
 
+_M1: Final = np.uint64(0xBF58476D1CE4E5B9)
+_M2: Final = np.uint64(0x94D049BB133111EB)
+_S30: Final = np.uint64(30)
+_S27: Final = np.uint64(27)
+_S31: Final = np.uint64(31)
+
+
 def _mix(h: U64) -> U64:
-    """splitmix64 finaliser: spreads polynomial hashes so minimizers sample evenly."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * np.uint64(0xBF58476D1CE4E5B9)
-    h = h ^ (h >> np.uint64(27))
-    h = h * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
+    """splitmix64 finaliser: spreads polynomial hashes so minimizers sample evenly.
+
+    Works in place on ``h`` (a fresh array of the caller's) with one scratch array.
+    """
+    tmp = np.right_shift(h, _S30)
+    np.bitwise_xor(h, tmp, out=h)
+    np.multiply(h, _M1, out=h)
+    np.right_shift(h, _S27, out=tmp)
+    np.bitwise_xor(h, tmp, out=h)
+    np.multiply(h, _M2, out=h)
+    np.right_shift(h, _S31, out=tmp)
+    np.bitwise_xor(h, tmp, out=h)
+    return h
 
 
 def _sliding(a: U64, w: int, op: np.ufunc) -> U64:

@@ -39,11 +39,26 @@ class MinimizerIndex:
         base = (queries >> self._shift) << self._shift
         order = np.argsort(base)
         ordered = base[order]
+        packed = self.packed
+        size = len(packed)
+        first = np.searchsorted(packed, ordered, side="left").astype(np.int64)
+        # most hashes are absent or occur once: read the entries at and after ``first``, and
+        # binary-search the end of the run only for hashes that occur more than once
+        high = ~self._low
+        count = np.zeros(len(queries), dtype=np.int64)
+        at = np.flatnonzero(first < size)
+        at = at[(packed[first[at]] & high) == ordered[at]]
+        count[at] = 1
+        at = at[first[at] + 1 < size]
+        at = at[(packed[first[at] + 1] & high) == ordered[at]]
+        if len(at):
+            ends = np.searchsorted(packed, ordered[at] | self._low, side="right")
+            count[at] = ends - first[at]
         lo = np.empty(len(queries), dtype=np.int64)
-        hi = np.empty(len(queries), dtype=np.int64)
-        lo[order] = np.searchsorted(self.packed, ordered, side="left")
-        hi[order] = np.searchsorted(self.packed, ordered | self._low, side="right")
-        return lo, hi - lo
+        number = np.empty(len(queries), dtype=np.int64)
+        lo[order] = first
+        number[order] = count
+        return lo, number
 
     def positions(self, first: I64, count: I64) -> tuple[I64, I64]:
         """Positions of entries ``first[i] .. first[i] + count[i]``, and which ``i`` each is."""

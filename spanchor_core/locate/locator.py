@@ -6,6 +6,7 @@ stages in order — exact, normalised, fuzzy — each placing what it can and pa
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 
 from spanchor_core.corpus import Corpus
@@ -136,6 +137,19 @@ class Locator:
 
     def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
         """Map every request, in order. Equal to ``[locate(r) for r in requests]``."""
+        # a batch allocates a few objects per request and no reference cycle: the cyclic
+        # collector would only walk the whole heap (the corpus, earlier results) again and
+        # again, a tenth of the mapping time, and freeing is left to reference counting
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            return self._locate_many(requests)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
         results: list[Location | None] = [None] * len(requests)
         pending: list[Pending] = []
         prefer_cache: PreferCache = {}

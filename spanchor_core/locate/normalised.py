@@ -7,7 +7,6 @@ capped below an exact match.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Final
 
 from rapidfuzz import fuzz
@@ -62,5 +61,15 @@ def normalised_stage(
         # stays below an exact one
         score = min(_NORMALISED_CAP, fuzz.ratio(fold(job.text.strip()), fold(chosen)) / 100.0)
         # loc.confidence is 1.0, or 1 / n when nothing told n equally good places apart
-        results[job.slot] = dataclasses.replace(loc, confidence=score * loc.confidence)
+        results[job.slot] = Location(
+            loc.status,
+            loc.document_id,
+            loc.start,
+            loc.end,
+            score * loc.confidence,
+            loc.candidates,
+            loc.resolved_by,
+            loc.hint_rejected,
+            loc.reason,
+        )
     return remaining

@@ -72,24 +72,14 @@ def build_normalised_view(
     checkpoints: list[npt.NDArray[np.integer[Any]]] = []
     # document-local offsets: 32 bits suffice unless one document passes 2 G characters
     narrow = np.int32 if int(lengths.max(initial=0)) < 2**31 else np.int64
+    ends = documents.ends
     for offset, block in documents.blocks():
         codes = code_points(fold(block))
-        keep = non_space_mask(codes)
-        kept = np.flatnonzero(keep).astype(np.int64) + offset  # virtual canonical offsets
-        builder.feed(codes[keep])
+        kept = np.flatnonzero(non_space_mask(codes))  # block offsets of the kept characters
+        builder.feed(codes[kept])
         if not len(kept):
             continue
-        # the document of each kept character, and its normalised index in that document
-        docs = np.searchsorted(documents.ends, kept, side="right")
-        run_start = np.searchsorted(docs, docs, side="left")
-        local = np.arange(len(kept), dtype=np.int64) - run_start
-        first = int(docs[0])
-        local[docs == first] += norm_lengths[first]  # the part of it in earlier blocks
-        pick = np.flatnonzero(local % CHECKPOINT == 0)
-        if len(pick):
-            checkpoints.append((kept[pick] - starts[docs[pick]]).astype(narrow))
-        counts = np.bincount(docs - first)
-        norm_lengths[first : first + len(counts)] += counts
+        _checkpoints(kept, offset, ends, starts, norm_lengths, checkpoints, narrow)
     ckpts: npt.NDArray[np.integer[Any]] = (
         np.concatenate(checkpoints) if checkpoints else np.zeros(0, dtype=narrow)
     )
@@ -102,3 +92,39 @@ def build_normalised_view(
     # so that the starts stay sorted for searchsorted
     norm_starts = np.cumsum(norm_lengths) - norm_lengths
     return NormalisedView(builder.finish(), norm_starts, norm_lengths, ckpt_base, ckpts)
+
+
+def _checkpoints(
+    kept: npt.NDArray[np.intp],
+    offset: int,
+    ends: I64,
+    starts: I64,
+    norm_lengths: I64,
+    out: list[npt.NDArray[np.integer[Any]]],
+    narrow: type[np.integer[Any]],
+) -> None:
+    """Record the checkpoints of one block (kept characters at block offsets ``kept``, the
+    block at virtual ``offset``) and add its kept characters to ``norm_lengths``.
+
+    Works per run of one document's characters (a block holds a few documents), never per
+    character: the ``k``-th normalised character of a document is a checkpoint when ``k`` is a
+    multiple of ``CHECKPOINT``, counting the document's characters of earlier blocks.
+    """
+    first = int(np.searchsorted(ends, offset + int(kept[0]), side="right"))
+    last = int(np.searchsorted(ends, offset + int(kept[-1]), side="right"))
+    # the kept characters of document first + r are kept[bounds[r]:bounds[r + 1]]
+    cuts = np.searchsorted(kept, ends[first:last] - offset, side="left")
+    bounds = np.concatenate(([0], cuts, [len(kept)])).astype(np.int64)
+    counts = np.diff(bounds)
+    before = norm_lengths[first]  # the first document's characters in earlier blocks
+    norm_lengths[first : last + 1] += counts
+    lead = np.zeros(len(counts), dtype=np.int64)
+    lead[0] = -before % CHECKPOINT  # characters of the run before its first checkpoint
+    picks = np.maximum(0, counts - lead + CHECKPOINT - 1) // CHECKPOINT
+    total = int(picks.sum())
+    if not total:
+        return
+    run = np.repeat(np.arange(len(counts), dtype=np.int64), picks)
+    step = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(picks) - picks, picks)
+    at = bounds[run] + lead[run] + CHECKPOINT * step
+    out.append((kept[at] + (offset - starts[first + run])).astype(narrow))

@@ -46,7 +46,9 @@ def prepare(
     _check_request(slot, request, check_prefer=cached is None)
     if request.text is None:
         return _explicit_span(documents, request)
-    text = canonicalize(request.text)
+    raw = request.text
+    # ASCII text without a carriage return is canonical already (no BOM, NFC, ``\n`` only)
+    text = raw if raw.isascii() and "\r" not in raw else canonicalize(raw)
     hint_start, hint_end = request.start, request.end
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
@@ -88,7 +90,8 @@ def _check_request(slot: int, request: object, *, check_prefer: bool = True) -> 
     if request.document_id is not None and not isinstance(request.document_id, str):
         raise InputError(f"request {slot}: document_id must be a string")
     for name, value in (("start", request.start), ("end", request.end)):
-        if value is not None and not isinstance(value, Integral):
+        # ``type(...) is int`` first: the ABC check is slow, and nearly every offset is an int
+        if value is not None and type(value) is not int and not isinstance(value, Integral):
             raise InputError(f"request {slot}: {name} must be a whole number, got {value!r}")
     prefer = request.prefer
     if (

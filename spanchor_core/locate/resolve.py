@@ -50,7 +50,9 @@ def _pick(
         near = abs(best[1] - hint) < max(1, best[2] - best[1])
         return best, "nearest_hint", near and abs(runner_up[1] - hint) > abs(best[1] - hint)
     if ctx.settings.tie_break == "gold" and job.prefer:
-        overlaps = [_overlap(f, job.prefer) for f in scope]
+        prefer = job.prefer
+        named = {d for d, _, _ in prefer}  # most copies lie in documents no gold span names
+        overlaps = [_overlap(f, prefer) if f[0] in named else 0 for f in scope]
         most = max(overlaps)
         if most > 0:
             return scope[overlaps.index(most)], "gold", False

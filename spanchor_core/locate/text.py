@@ -18,8 +18,10 @@ __all__ = ["advance_nonspace", "code_points", "fold", "non_space_mask", "normali
 _WS_LIMIT: Final = 0x3001  # every str.isspace() code point is below this
 _WS_TABLE: Final = np.array([chr(c).isspace() for c in range(_WS_LIMIT + 1)], dtype=np.bool_)
 _WS_TABLE[_WS_LIMIT] = False
+_WS_FIRST_HIGH: Final = 0x85  # the first whitespace code point above U+0020
 _SPACE_OPT: Final = re.compile(r"\s*")
 _NONSPACE_RUN: Final = re.compile(r"\S+")
+_ADVANCE: dict[int, re.Pattern[str]] = {}  # n -> "n non-space characters and the spaces after"
 
 
 def fold(text: str) -> str:
@@ -45,11 +47,26 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
 
 def non_space_mask(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
     """True where a code point is not whitespace."""
-    return ~_WS_TABLE[np.minimum(codes, _WS_LIMIT)]
+    # U+0020 is whitespace and nothing from U+0021 to U+0084 is: only control characters
+    # (line ends, mostly) and code points from U+0085 on are looked up in the table
+    mask = codes > 32
+    check = np.flatnonzero((codes < 32) | (codes >= _WS_FIRST_HIGH))
+    if len(check):
+        mask[check] = ~_WS_TABLE[np.minimum(codes[check], _WS_LIMIT)]
+    return mask
 
 
 def advance_nonspace(text: str, pos: int, n: int) -> int:
     """Index of the non-space character ``n`` non-space characters after ``text[pos]``."""
+    if n <= 0:
+        return pos
+    # one regular-expression match instead of a loop over the runs (n < CHECKPOINT here)
+    pattern = _ADVANCE.get(n)
+    if pattern is None:
+        pattern = _ADVANCE.setdefault(n, re.compile(rf"\s*(?:\S\s*){{{n}}}"))
+    found = pattern.match(text, pos)
+    if found is not None:
+        return found.end()
     while n > 0:
         run_end = _NONSPACE_RUN.match(text, pos)
         stop = run_end.end() if run_end else pos
