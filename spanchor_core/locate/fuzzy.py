@@ -106,6 +106,26 @@ def _add_clusters(
         clusters[row].append((doc, lo, hi, count))
 
 
+def clusters_of(vote: list[tuple[int, int]]) -> list[Cluster]:
+    """The clusters of one text's votes ``(document, local diagonal)``, exactly as
+    :func:`_add_clusters` groups a batch: for a driver that gathers the votes of several
+    shards (:mod:`.reduce`) and has a text's few tens of votes, in plain Python."""
+    clusters: list[Cluster] = []
+    if not vote:
+        return clusters
+    ordered = sorted(vote)
+    doc, lo = ordered[0]
+    hi, count = lo, 0
+    for d, dg in ordered:
+        if d != doc or dg - hi > _DIAGONAL_GAP:
+            clusters.append((doc, lo, hi, count))
+            doc, lo, count = d, dg, 0
+        hi = dg
+        count += 1
+    clusters.append((doc, lo, hi, count))
+    return clusters
+
+
 def _regions(
     ctx: SearchContext, job: Pending, clusters: list[Cluster], view: NormalisedView
 ) -> list[tuple[int, int, int]]:

@@ -48,7 +48,7 @@ from spanchor_core.locate.align import align_span
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import CorpusTexts, Occurrence
 from spanchor_core.locate.find import find_occurrences
-from spanchor_core.locate.fuzzy import _MARGIN, _NOTHING, _regions, resolve_scored
+from spanchor_core.locate.fuzzy import _MARGIN, _NOTHING, _regions, clusters_of, resolve_scored
 from spanchor_core.locate.locator import Locator
 from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
 from spanchor_core.locate.normalised import _NORMALISED_CAP
@@ -361,7 +361,7 @@ def _fuzzy_votes(
         if not vote:
             results[job.slot] = unmapped(job, _NOTHING)
             continue
-        regions = _regions(ctx, job, vote, cast(Any, view))
+        regions = _regions(ctx, job, clusters_of(vote), cast(Any, view))
         margin = _MARGIN + min(len(job.norm) // 10, ctx.settings.window)
         work.append((job, margin, [(ids[d], lo, hi) for d, lo, hi in regions]))
     if not work:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate import Locator, MatchStatus
 from spanchor_core.spans import DocSpan
@@ -85,3 +89,26 @@ def test_short_altered_text_uses_the_fuzzy_scan(locator: Locator) -> None:
     loc = locator.locate(text)
     assert loc.status is MatchStatus.FUZZY
     assert near(loc, "a", UNIQUE_AT + 5, UNIQUE_AT + 45, slack=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(-50, 400)),
+        max_size=60,
+    )
+)
+def test_clusters_of_one_text_match_the_batched_grouping(
+    votes: list[tuple[int, int, int]],
+) -> None:
+    # the driver of a sharded search groups a text's votes in Python (clusters_of); it must
+    # give the clusters the batched numpy grouping gives each text of one process
+    from spanchor_core.locate.fuzzy import _add_clusters, clusters_of
+
+    batched: list[list[tuple[int, int, int, int]]] = [[] for _ in range(4)]
+    if votes:
+        rows, docs, diagonals = np.array(votes, dtype=np.int64).T
+        _add_clusters(batched, 0, rows, docs, diagonals)
+    for row in range(4):
+        mine = [(d, dg) for r, d, dg in votes if r == row]
+        assert clusters_of(mine) == batched[row]
