@@ -64,6 +64,8 @@ SpanInfo = tuple[str | None, Any, inspect.BoundArguments | None]
 
 def question_of(value: Any) -> str | None:
     """The question text in an argument value (a string, a ``QueryBundle``), else ``None``."""
+    if type(value) is str:  # the usual case, before the slower ABC check of QueryBundle
+        return value
     if isinstance(value, QueryBundle):
         return value.query_str
     if isinstance(value, str):
@@ -168,9 +170,10 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         result: Any | None = None,
         **kwargs: Any,
     ) -> None:
-        info = private(self)["_spans"].pop(id_, _MISSING)
+        attributes = private(self)
+        info = attributes["_spans"].pop(id_, _MISSING)
         if info is not _MISSING and info[0] is None:
-            private(self)["_on_root_closed"](id_)
+            attributes["_on_root_closed"](id_)
 
     def span_drop(
         self,

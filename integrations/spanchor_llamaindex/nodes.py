@@ -44,6 +44,7 @@ from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
+    RelatedNodeInfo,
     TextNode,
 )
 
@@ -178,6 +179,7 @@ def _offset(value: object) -> int | None:
 
 
 _SOURCE = NodeRelationship.SOURCE
+_NO_RELATION: Any = object()
 
 
 def _inner(node: NodeWithScore | BaseNode) -> BaseNode:
@@ -340,13 +342,13 @@ class NodeConverter:
                 end = inner.end_char_idx
                 start = start if type(start) is int and start >= 0 else _offset(start)
                 end = end if type(end) is int and end >= 0 else _offset(end)
-                relationships = inner.relationships
-                if _SOURCE in relationships:
-                    relation = relationships[_SOURCE]
-                    # a list is refused by the property, with its own message
-                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
-                else:
+                relation = inner.relationships.get(_SOURCE, _NO_RELATION)
+                if relation is _NO_RELATION:
                     ref = None
+                elif type(relation) is RelatedNodeInfo:
+                    ref = relation.node_id
+                else:  # a list is refused by the property, with its own message
+                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
                 metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
                 if translate and document_id is not None and start is not None and end is not None:
                     start, end, translated = self._canonical_offsets(document_id, text, start, end)
