@@ -328,21 +328,24 @@ class NodeConverter:
                         seen.add(_inner(node).node_id)
                     append(self.entry(node, rank))
                     continue
-                node_id = inner.id_
+                # Exactly these two models: their fields live in ``__dict__`` (pydantic), and
+                # a subscript there is cheaper than an attribute through pydantic's hook.
+                fields = inner.__dict__
+                node_id = fields["id_"]
                 if seen is not None:
                     seen.add(node_id)
-                text = inner.text
-                score = node.score  # type: ignore[union-attr]
+                text = fields["text"]
+                score = node.__dict__["score"]
                 if explicit:  # _explicit_id, inlined
-                    found = inner.metadata.get(DOCUMENT_ID_KEY)
+                    found = fields["metadata"].get(DOCUMENT_ID_KEY)
                     document_id = found if isinstance(found, str) and found else None
                 else:
                     document_id = self.document_id(inner)
-                start = inner.start_char_idx
-                end = inner.end_char_idx
+                start = fields["start_char_idx"]
+                end = fields["end_char_idx"]
                 start = start if type(start) is int and start >= 0 else _offset(start)
                 end = end if type(end) is int and end >= 0 else _offset(end)
-                relation = inner.relationships.get(_SOURCE, _NO_RELATION)
+                relation = fields["relationships"].get(_SOURCE, _NO_RELATION)
                 if relation is _NO_RELATION:
                     ref = None
                 elif type(relation) is RelatedNodeInfo:
