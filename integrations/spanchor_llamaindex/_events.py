@@ -133,7 +133,7 @@ class EventJoiner:
             self._count("nested")
             return None
         now = time.perf_counter()
-        text = text_of(query)
+        text = query if type(query) is str else text_of(query)
         tagged = event.tags.get(QUERY_ID_TAG)
         query_id = None if tagged is None else str(tagged)
         root, question, parent, instance = watcher.lineage(span_id)
@@ -173,9 +173,7 @@ class EventJoiner:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         trace = pending.trace
-        metadata: dict[str, Any] | None = None
-        if extra:
-            metadata = dict(extra)
+        metadata: dict[str, Any] | None = dict(extra) if extra else None
         if pending.query != trace.question:
             if metadata is None:
                 metadata = {}
@@ -196,16 +194,19 @@ class EventJoiner:
         )
 
     def _end_retrieval(self, event: RetrievalEndEvent) -> None:
-        pending = self.retrievals.pop(event.span_id, None) if event.span_id is not None else None
+        span_id = event.span_id
+        pending = self.retrievals.pop(span_id, None) if span_id is not None else None
         if pending is None:
             return  # nested, out of scope, or started before install
+        latency_ms = (time.perf_counter() - pending.started) * 1000.0
+        trace = pending.trace
+        # A retrieval that is its own trace (a bare ``retrieve()``) has no later context
+        # line to compare node ids with: its ids need not be remembered.
+        seen = None if trace.root == span_id else trace.seen
         self._write(
-            pending,
-            event.span_id or "",
-            self.converter.entries(event.nodes, pending.trace.seen),
-            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+            pending, span_id or "", self.converter.entries(event.nodes, seen), latency_ms=latency_ms
         )
-        self._forget_if_closed(pending.trace)
+        self._forget_if_closed(trace)
 
     def _end_rerank(self, event: ReRankEndEvent) -> None:
         pending = self.others.pop(event.span_id, None) if event.span_id is not None else None

@@ -64,6 +64,8 @@ SpanInfo = tuple[str | None, Any, inspect.BoundArguments | None]
 
 def question_of(value: Any) -> str | None:
     """The question text in an argument value (a string, a ``QueryBundle``), else ``None``."""
+    if type(value) is str:  # the usual case, before the slower ABC check of QueryBundle
+        return value
     if isinstance(value, QueryBundle):
         return value.query_str
     if isinstance(value, str):
@@ -143,7 +145,9 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         return "SpanchorSpanWatcher"
 
     # The dispatcher calls this watcher on every span of the application: the methods below
-    # read the private attributes through ``private(self)`` (see there).
+    # read the private attributes through ``private(self)`` (see there), the four per
+    # retrieval (enter, exit, lineage, is_open) straight from ``__pydantic_private__``, a
+    # dict once the model is built, without even that call.
 
     def span_enter(
         self,
@@ -154,7 +158,7 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         tags: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        private(self)["_spans"][id_] = (
+        self.__pydantic_private__["_spans"][id_] = (  # type: ignore[index]
             parent_id,
             instance,
             bound_args if parent_id is None else None,
@@ -168,9 +172,10 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         result: Any | None = None,
         **kwargs: Any,
     ) -> None:
-        info = private(self)["_spans"].pop(id_, _MISSING)
+        attributes: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        info = attributes["_spans"].pop(id_, _MISSING)
         if info is not _MISSING and info[0] is None:
-            private(self)["_on_root_closed"](id_)
+            attributes["_on_root_closed"](id_)
 
     def span_drop(
         self,
@@ -194,7 +199,7 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
     def lineage(self, span_id: str) -> tuple[str, str | None, str | None, Any]:
         """``(root, question, parent, instance)`` of ``span_id`` in one walk: the root span,
         the question in the root's arguments (if any), the span's parent and instance."""
-        spans = private(self)["_spans"]
+        spans = self.__pydantic_private__["_spans"]  # type: ignore[index]
         info = spans.get(span_id)
         if info is None:
             return span_id, None, None, None
@@ -216,7 +221,7 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         return current, question, parent, instance
 
     def is_open(self, span_id: str) -> bool:
-        return span_id in private(self)["_spans"]
+        return span_id in self.__pydantic_private__["_spans"]  # type: ignore[index]
 
     def has_ancestor_in(self, span_id: str, spans: Container[str]) -> bool:
         table = private(self)["_spans"]

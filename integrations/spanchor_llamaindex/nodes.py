@@ -44,6 +44,7 @@ from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
+    RelatedNodeInfo,
     TextNode,
 )
 
@@ -178,6 +179,7 @@ def _offset(value: object) -> int | None:
 
 
 _SOURCE = NodeRelationship.SOURCE
+_NO_RELATION: Any = object()
 
 
 def _inner(node: NodeWithScore | BaseNode) -> BaseNode:
@@ -326,27 +328,30 @@ class NodeConverter:
                         seen.add(_inner(node).node_id)
                     append(self.entry(node, rank))
                     continue
-                node_id = inner.id_
+                # Exactly these two models: their fields live in ``__dict__`` (pydantic), and
+                # a subscript there is cheaper than an attribute through pydantic's hook.
+                fields = inner.__dict__
+                node_id = fields["id_"]
                 if seen is not None:
                     seen.add(node_id)
-                text = inner.text
-                score = node.score  # type: ignore[union-attr]
+                text = fields["text"]
+                score = node.__dict__["score"]
                 if explicit:  # _explicit_id, inlined
-                    found = inner.metadata.get(DOCUMENT_ID_KEY)
+                    found = fields["metadata"].get(DOCUMENT_ID_KEY)
                     document_id = found if isinstance(found, str) and found else None
                 else:
                     document_id = self.document_id(inner)
-                start = inner.start_char_idx
-                end = inner.end_char_idx
+                start = fields["start_char_idx"]
+                end = fields["end_char_idx"]
                 start = start if type(start) is int and start >= 0 else _offset(start)
                 end = end if type(end) is int and end >= 0 else _offset(end)
-                relationships = inner.relationships
-                if _SOURCE in relationships:
-                    relation = relationships[_SOURCE]
-                    # a list is refused by the property, with its own message
-                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
-                else:
+                relation = fields["relationships"].get(_SOURCE, _NO_RELATION)
+                if relation is _NO_RELATION:
                     ref = None
+                elif type(relation) is RelatedNodeInfo:
+                    ref = relation.node_id
+                else:  # a list is refused by the property, with its own message
+                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
                 metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
                 if translate and document_id is not None and start is not None and end is not None:
                     start, end, translated = self._canonical_offsets(document_id, text, start, end)

@@ -74,7 +74,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from spanchor_core import Corpus, GoldSet, RunRecorder
 from spanchor_core.runs.recorder import RecorderTarget, open_recorder_of
 from spanchor_llamaindex._events import EventJoiner
-from spanchor_llamaindex._spans import Stage, private
+from spanchor_llamaindex._spans import Stage
 from spanchor_llamaindex.nodes import DocumentIdResolver, NodeConverter
 
 __all__ = ["SpanchorEventHandler"]
@@ -206,8 +206,8 @@ class SpanchorEventHandler(BaseEventHandler):
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         """Join start and end events by ``span_id``; never raises."""
         # Called for every event of the application: ``self._core`` would go through
-        # pydantic's slow ``__getattr__`` for private attributes.
-        private(self)["_core"].handle(event)
+        # pydantic's slow ``__getattr__`` for private attributes (see ``_spans.private``).
+        self.__pydantic_private__["_core"].handle(event)  # type: ignore[index]
 
     # -- lifetime ----------------------------------------------------------------------------
 
