@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
@@ -56,18 +58,17 @@ from spanchor_core.evaluate.model import (
 )
 from spanchor_core.gold import GoldSet
 from spanchor_core.grouping import GroupedTrace, GroupRule, Retrieval, group_query, parse_group_rule
-from spanchor_core.locate import LocateRequest, Location, Locator, MatchStatus
+from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.metrics import (
     DEFAULT_K,
     DEFAULT_METRICS,
     DEFAULT_MIN_OVERLAP,
     MetricPlan,
-    apply_plan,
     check_k,
     check_min_overlap,
-    measure_coverage,
     metric_names,
     metric_plan,
+    score_ranked,
 )
 from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, resolve_record
 from spanchor_core.spans import DocSpan
@@ -116,7 +117,7 @@ def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[Loca
     favour of the copy the gold names: the retriever returned the evidence text and cannot
     know which copy the annotator anchored (``resolved_by="gold"``).
     """
-    ranked = sorted(record.results, key=lambda result: result.rank)
+    ranked = sorted(record.results, key=_RANK)
     return [
         LocateRequest(
             text=result.text,
@@ -129,6 +130,8 @@ def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[Loca
     ]
 
 
+_RANK = operator.attrgetter("rank")
+
 # status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
 _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
 
@@ -136,34 +139,36 @@ _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in
 _NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
 
 
-def _located(rank: int, location: Location) -> LocatedResult:
-    status = location.status
-    value = _STATUS_VALUE.get(status)
-    return LocatedResult(
-        rank=rank,
-        status=str(status.value) if value is None else value,
-        document_id=location.document_id,
-        start=location.start,
-        end=location.end,
-        confidence=location.confidence,
-        hint_rejected=location.hint_rejected,
-        resolved_by=location.resolved_by,
-        reason=location.reason,
-    )
-
-
-def _item_key(result: LocatedResult, text: str | None) -> Hashable:
-    """What makes two results the same evidence when a trace's retrievals are merged.
-
-    A mapped result is its span; an unmapped one its text (digested: the key must not depend
-    on the process, since it also orders retrievals), so two different unmapped texts are two
-    results and the same text returned twice is one.
-    """
-    doc, start, end = result.document_id, result.start, result.end
-    if result.status not in _NO_SPAN and doc is not None and start is not None and end is not None:
-        return (doc, start, end)  # result.span's fields, without building the DocSpan
+def _text_key(status: str, text: str | None) -> Hashable:
+    """What makes two unmapped results the same evidence when a trace's retrievals are merged:
+    their text (digested: the key must not depend on the process, since it also orders
+    retrievals), so two different unmapped texts are two results and the same text returned
+    twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
     data = (text or "").encode("utf-8", "surrogatepass")
-    return ("?", result.status, hashlib.blake2b(data, digest_size=10).hexdigest())
+    return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
+
+
+class _Stub(NamedTuple):
+    """What scoring keeps of a record once its results are mapped: its provenance, as
+    :class:`~spanchor_core.grouping.Provenance` reads it (never the retrieved texts)."""
+
+    query: str
+    error: str | None
+    source: str | None
+    stage: str | None
+    trace_id: str | None
+    sequence: int | None
+    line: int | None
+
+
+class _Kept(NamedTuple):
+    """One mapped record of a gold query: provenance, results (rank slots 1..n), their spans
+    (``None``: no span) and their merge keys."""
+
+    stub: _Stub
+    located: tuple[LocatedResult, ...]
+    spans: list[DocSpan | None]
+    keys: tuple[Hashable, ...]
 
 
 class _Collector:
@@ -189,10 +194,11 @@ class _Collector:
         self.tally = _Tally(gold)
         self.unresolved: list[str] = []
         self.records = 0
-        self.kept: dict[str, list[Retrieval[LocatedResult]]] = {}
+        self.kept: dict[str, list[_Kept]] = {}
         self.mapped = 0
-        self._pending: list[tuple[str, RetrievalRecord, int]] = []
+        self._pending: list[tuple[str, _Stub, int]] = []
         self._requests: list[LocateRequest] = []
+        self._prefer: dict[str, tuple[DocSpan, ...]] = {}
 
     def add(self, original: RetrievalRecord) -> None:
         self.records += 1
@@ -203,12 +209,24 @@ class _Collector:
         if qid is None or not self.tally.add(qid) or qid not in self.scored:
             return
         if record.error is None:
-            requests = _requests(record, tuple(a.span for a in self.gold[qid].anchors))
+            prefer = self._prefer.get(qid)
+            if prefer is None:
+                prefer = self._prefer[qid] = tuple(a.span for a in self.gold[qid].anchors)
+            requests = _requests(record, prefer)
             self._requests.extend(requests)
             count = len(requests)
         else:  # scored as an empty retrieval: nothing to map
             count = 0
-        self._pending.append((qid, replace(record, results=()), count))
+        stub = _Stub(
+            record.query,
+            record.error,
+            record.source,
+            record.stage,
+            record.trace_id,
+            record.sequence,
+            record.line,
+        )
+        self._pending.append((qid, stub, count))
         if self.batch_results is not None and len(self._requests) >= self.batch_results:
             self.flush()
 
@@ -220,17 +238,46 @@ class _Collector:
             locations = self.locator.locate_many(requests)
         else:
             locations = []
+        status_value = _STATUS_VALUE
+        no_span = _NO_SPAN
         first = 0
         for qid, stub, count in self._pending:
-            located = tuple(
-                _located(slot, locations[first + slot - 1]) for slot in range(1, count + 1)
-            )
-            keys = tuple(
-                _item_key(result, requests[first + index].text)
-                for index, result in enumerate(located)
-            )
-            bucket = self.kept.setdefault(qid, [])
-            bucket.append(Retrieval(stub, located, keys, ordinal=len(bucket)))
+            located: list[LocatedResult] = []
+            spans: list[DocSpan | None] = []
+            keys: list[Hashable] = []
+            for slot in range(1, count + 1):
+                location = locations[first + slot - 1]
+                status = location.status
+                value = status_value.get(status)
+                if value is None:
+                    value = str(status.value)
+                doc, start, end = location.document_id, location.start, location.end
+                located.append(
+                    LocatedResult(
+                        slot,
+                        value,
+                        doc,
+                        start,
+                        end,
+                        location.confidence,
+                        location.hint_rejected,
+                        location.resolved_by,
+                        location.reason,
+                    )
+                )
+                # LocatedResult.span and the merge key, without the property calls
+                if (
+                    value not in no_span
+                    and doc is not None
+                    and start is not None
+                    and end is not None
+                ):
+                    spans.append(DocSpan(doc, start, end))
+                    keys.append((doc, start, end))
+                else:
+                    spans.append(None)
+                    keys.append(_text_key(value, requests[first + slot - 1].text))
+            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, tuple(keys)))
             first += count
         self.mapped += len(requests)
         self._pending = []
@@ -397,8 +444,7 @@ def _trace_scores(
         result if result.rank == slot else replace(result, rank=slot)
         for slot, result in enumerate(trace.items, start=1)
     )
-    coverage = measure_coverage(anchors, [result.span for result in results])
-    return apply_plan(coverage, plan, overlap), results
+    return score_ranked(anchors, [result.span for result in results], plan, overlap), results
 
 
 def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -428,18 +474,42 @@ def _finish(
     missing: list[str] = []
     errors: list[str] = []
     step = max(1, len(scored_ids) // 100)
+    # one record under ``auto``/``first`` is scored exactly as it was returned (what
+    # grouping gives for it, without building the retrieval and its ordering digest)
+    plain = rule.kind in ("auto", "first")
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
         anchors = tuple(anchor.span for anchor in gold[qid].anchors)
-        retrievals = collector.kept.get(qid)
-        if retrievals is None:
+        kept = collector.kept.get(qid)
+        if kept is None:
             missing.append(qid)
-            coverage = measure_coverage(anchors, [])
             queries[qid] = QueryEvaluation(
-                qid, apply_plan(coverage, plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
+                qid, score_ranked(anchors, [], plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
             )
             continue
+        if plain and len(kept) == 1:
+            only = kept[0]
+            error = only.stub.error
+            if error is None:
+                metrics = score_ranked(anchors, only.spans, plan, overlap)
+            else:
+                errors.append(qid)
+                metrics = score_ranked(anchors, [], plan, overlap)
+            queries[qid] = QueryEvaluation(
+                query_id=qid,
+                metrics=metrics,
+                status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+                gold=anchors,
+                results=only.located,
+                mapping=MappingStats.of(only.located),
+                error=error,
+            )
+            continue
+        retrievals = [
+            Retrieval(item.stub, item.located, item.keys, ordinal=ordinal)
+            for ordinal, item in enumerate(kept)
+        ]
         grouped = group_query(retrievals, rule)
         scored = [_trace_scores(trace, anchors, plan, overlap) for trace in grouped.traces]
         first = grouped.traces[0] if grouped.traces else None
@@ -450,7 +520,7 @@ def _finish(
         if scored:
             metrics = _mean_metrics([row for row, _ in scored])
         else:  # a grouping rule left nothing: scored as an empty retrieval
-            metrics = apply_plan(measure_coverage(anchors, []), plan, overlap)
+            metrics = score_ranked(anchors, [], plan, overlap)
         traces = (
             tuple(
                 TraceSummary(t.trace_id, len(t.lines), t.sources, t.stage, t.error)
@@ -465,9 +535,7 @@ def _finish(
             status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
             gold=anchors,
             results=located,
-            mapping=MappingStats.of(
-                [result for retrieval in retrievals for result in retrieval.items]
-            ),
+            mapping=MappingStats.of([result for item in kept for result in item.located]),
             error=error,
             traces=traces,
         )
