@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import operator
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,7 +69,9 @@ from spanchor_core.metrics import (
     metric_plan,
     score_ranked,
 )
-from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, resolve_record
+from spanchor_core.runs import Run, RunHeader, RunStream
+from spanchor_core.runs.model import RecordFields
+from spanchor_core.runs.query_ids import lookup_query_id
 from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]
@@ -109,28 +110,6 @@ class _Tally:
         """Ids not in the gold set, sorted."""
         return tuple(sorted(self._extra))
 
-
-def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[LocateRequest]:
-    """The record's results as locate requests, in rank order (a stable sort on ``rank``).
-
-    ``prefer`` (the query's gold spans) settles text found equally well in several places in
-    favour of the copy the gold names: the retriever returned the evidence text and cannot
-    know which copy the annotator anchored (``resolved_by="gold"``).
-    """
-    ranked = sorted(record.results, key=_RANK)
-    return [
-        LocateRequest(
-            text=result.text,
-            document_id=result.document_id,
-            start=result.start,
-            end=result.end,
-            prefer=prefer,
-        )
-        for result in ranked
-    ]
-
-
-_RANK = operator.attrgetter("rank")
 
 # status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
 _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
@@ -200,21 +179,33 @@ class _Collector:
         self._requests: list[LocateRequest] = []
         self._prefer: dict[str, tuple[DocSpan, ...]] = {}
 
-    def add(self, original: RetrievalRecord) -> None:
+    def add(self, record: RecordFields) -> None:
+        """Take one record: resolve its id (:func:`~spanchor_core.runs.resolve_record`'s rule),
+        count it, and queue its results for mapping when it belongs to a scored query."""
         self.records += 1
-        record, matched = resolve_record(original, self.gold)
-        if not matched:
-            self.unresolved.append(record.query)
         qid = record.query_id
+        if not qid:
+            found = lookup_query_id(self.gold, record.query)
+            if found is None:
+                self.unresolved.append(record.query)
+            else:
+                qid = found
         if qid is None or not self.tally.add(qid) or qid not in self.scored:
             return
         if record.error is None:
             prefer = self._prefer.get(qid)
             if prefer is None:
                 prefer = self._prefer[qid] = tuple(a.span for a in self.gold[qid].anchors)
-            requests = _requests(record, prefer)
-            self._requests.extend(requests)
-            count = len(requests)
+            # prefer (the query's gold spans) settles text found equally well in several
+            # places in favour of the copy the gold names: the retriever returned the evidence
+            # text and cannot know which copy the annotator anchored (resolved_by="gold")
+            self._requests.extend(
+                [
+                    LocateRequest(text=text, document_id=doc, start=start, end=end, prefer=prefer)
+                    for text, doc, start, end in record.results
+                ]
+            )
+            count = len(record.results)
         else:  # scored as an empty retrieval: nothing to map
             count = 0
         stub = _Stub(
@@ -362,6 +353,10 @@ def evaluate_stream(
     )
 
 
+_READ_EVERY = 256
+"""Records between two ``"read"`` progress reports."""
+
+
 def _evaluate_records(
     corpus: Corpus,
     gold: GoldSet,
@@ -378,18 +373,26 @@ def _evaluate_records(
     rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
     collector = _Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
-    records: Iterable[RetrievalRecord]
     if isinstance(source, Run):
-        records = source.records
         total = sum(len(r.results) for r in source.records if r.error is None)
+        if progress is not None:
+            progress("map", 0, total)
+        for record in source.records:
+            collector.add(RecordFields.of(record))
+    elif progress is None:
+        for fields in source.fields():
+            collector.add(fields)
     else:
-        records, total = source, 0  # unknown until the stream ends
-    if progress is not None:
-        progress("map", 0, total)
-    for record in records:
-        collector.add(record)
+        progress("map", 0, 0)  # unknown until the stream ends
+        progress("read", source.bytes_read, source.bytes_total)
+        for count, fields in enumerate(source.fields(), start=1):
+            collector.add(fields)
+            if count % _READ_EVERY == 0:
+                progress("read", source.bytes_read, source.bytes_total)
     collector.flush()
     if progress is not None:
+        if not isinstance(source, Run):
+            progress("read", source.bytes_total, source.bytes_total)
         progress("map", collector.mapped, collector.mapped)
     return _finish(
         corpus,
