@@ -142,12 +142,19 @@ class _Stub(NamedTuple):
 
 class _Kept(NamedTuple):
     """One mapped record of a gold query: provenance, results (rank slots 1..n), their spans
-    (``None``: no span) and their merge keys."""
+    (``None``: no span) and the merge keys of the results without one (by slot index); a
+    mapped result's key is its span as a plain tuple, built only when records are merged."""
 
     stub: _Stub
     located: tuple[LocatedResult, ...]
     spans: list[DocSpan | None]
-    keys: tuple[Hashable, ...]
+    unmapped_keys: dict[int, Hashable]
+
+    def keys(self) -> tuple[Hashable, ...]:
+        return tuple(
+            self.unmapped_keys[index] if span is None else tuple(span)
+            for index, span in enumerate(self.spans)
+        )
 
 
 class _Collector:
@@ -235,7 +242,7 @@ class _Collector:
         for qid, stub, count in self._pending:
             located: list[LocatedResult] = []
             spans: list[DocSpan | None] = []
-            keys: list[Hashable] = []
+            unmapped_keys: dict[int, Hashable] = {}
             for slot in range(1, count + 1):
                 location = locations[first + slot - 1]
                 status = location.status
@@ -256,7 +263,7 @@ class _Collector:
                         location.reason,
                     )
                 )
-                # LocatedResult.span and the merge key, without the property calls
+                # LocatedResult.span, without the property call
                 if (
                     value not in no_span
                     and doc is not None
@@ -264,11 +271,10 @@ class _Collector:
                     and end is not None
                 ):
                     spans.append(DocSpan(doc, start, end))
-                    keys.append((doc, start, end))
                 else:
+                    unmapped_keys[len(spans)] = _text_key(value, requests[first + slot - 1].text)
                     spans.append(None)
-                    keys.append(_text_key(value, requests[first + slot - 1].text))
-            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, tuple(keys)))
+            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, unmapped_keys))
             first += count
         self.mapped += len(requests)
         self._pending = []
@@ -510,7 +516,7 @@ def _finish(
             )
             continue
         retrievals = [
-            Retrieval(item.stub, item.located, item.keys, ordinal=ordinal)
+            Retrieval(item.stub, item.located, item.keys(), ordinal=ordinal)
             for ordinal, item in enumerate(kept)
         ]
         grouped = group_query(retrievals, rule)
