@@ -341,8 +341,11 @@ def evaluate_stream(
     the stream's ``records_read`` tells how many records there were.
 
     ``progress("map", done, 0)`` reports results mapped so far (the total is unknown until
-    the end, when ``("map", n, n)`` is reported), then the ``"score"`` phase as in
-    :func:`evaluate`. Errors in the run file are raised when reading reaches them.
+    the end, when ``("map", n, n)`` is reported) and ``progress("read", bytes, size)`` how
+    far into the run file reading has come (every 256 records, ending with
+    ``("read", size, size)``: a total known from the start, for a bar with a time left), then
+    the ``"score"`` phase as in :func:`evaluate`. Errors in the run file are raised when
+    reading reaches them.
     """
     if isinstance(batch_results, bool) or not isinstance(batch_results, int) or batch_results < 1:
         raise InputError(f"batch_results must be a positive integer, got {batch_results!r}")
