@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
@@ -79,11 +79,32 @@ def parse_k(value: str) -> tuple[int, ...]:
     return tuple(sorted(set(ks)))
 
 
+def _verb(phase: str, done: int) -> str:
+    """What a progress bar says its phase is doing."""
+    if phase == "read":
+        return "reading the run"
+    if phase == "map":
+        # the locator builds its index before the first result is mapped: until one is, say
+        # so, rather than sit silent at 0/?
+        return "indexing the documents, then mapping results" if done == 0 else "mapping results"
+    return "scoring queries"
+
+
+def _amount(phase: str, done: int, total: int) -> str:
+    """``done/total`` as a bar shows it: megabytes for ``"read"``, counts otherwise."""
+    if phase == "read":
+        return f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
+    return f"{done}/{total}" if total else f"{done}/?"
+
+
 @contextmanager
 def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | None]]:
     """Progress bars on stderr for long evaluations; nothing unless stderr is a terminal.
 
-    Yields ``for_side(label)``, which gives the progress callback for scoring one run.
+    Yields ``for_side(label)``, which gives the progress callback for scoring one run. Each
+    phase gets a bar: ``"read"`` (bytes of the run file against its size, so a streamed run
+    has a real bar and a time left), ``"map"`` (results, a total only when the run was in
+    memory) and ``"score"`` (queries).
     """
     err = err_console()
     if quiet or not err.is_terminal:
@@ -92,8 +113,9 @@ def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | No
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        TextColumn("{task.fields[amount]}"),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err,
         transient=True,
     ) as bars:
@@ -102,22 +124,16 @@ def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | No
             tasks: dict[str, TaskID] = {}
 
             def update(phase: str, done: int, total: int) -> None:
-                # the locator builds its index before the first result is mapped: until one
-                # is, say so, rather than sit silent at 0/?
-                verb = (
-                    "scoring queries"
-                    if phase != "map"
-                    else "indexing the documents, then mapping results"
-                    if done == 0
-                    else "mapping results"
-                )
+                description = f"{label}: {_verb(phase, done)}"
+                amount = _amount(phase, done, total)
                 if phase not in tasks:
-                    tasks[phase] = bars.add_task(f"{label}: {verb}", total=total or None)
+                    tasks[phase] = bars.add_task(description, total=total or None, amount=amount)
                 bars.update(
                     tasks[phase],
                     completed=done,
                     total=total or None,
-                    description=f"{label}: {verb}",
+                    description=description,
+                    amount=amount,
                 )
 
             return update

@@ -10,9 +10,11 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import json.encoder
 import math
+import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from spanchor_core.evaluate.model import (
     EVALUATION_KIND,
     EVALUATION_SCHEMA_VERSION,
     Evaluation,
+    LocatedResult,
     MappingStats,
     QueryEvaluation,
     QueryStatus,
@@ -194,6 +197,148 @@ def _query_json(query: QueryEvaluation) -> dict[str, Any]:
     return line
 
 
+class _Unusual(Exception):
+    """A value :func:`_query_text` leaves to the standard encoder (its text, or its error)."""
+
+
+_encode_str = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) calls
+_float_repr = float.__repr__
+_int_repr = int.__repr__
+
+
+def _scalar(value: object) -> str:
+    """A JSON scalar as ``json.dumps(..., ensure_ascii=False, allow_nan=False)`` writes it
+    (strings through the same C function, numbers through the same ``repr``); anything else,
+    or a non-finite float, raises :class:`_Unusual`."""
+    kind = type(value)
+    if kind is str:
+        return _encode_str(value)  # type: ignore[arg-type]
+    if value is None:
+        return "null"
+    if kind is int:
+        return _int_repr(value)
+    if kind is float:
+        if value - value == 0.0:  # type: ignore[operator]  # finite (inf - inf and nan are nan)
+            return _float_repr(value)
+        raise _Unusual
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    raise _Unusual
+
+
+def _float_text(value: object) -> str:
+    """``float(value)`` as written (the conversion :func:`_query_json` makes)."""
+    return _scalar(value if type(value) is float else float(value))  # type: ignore[arg-type]
+
+
+def _key(name: object) -> str:
+    """A JSON object key: strings only (the standard encoder turns other keys into strings)."""
+    if type(name) is not str:
+        raise _Unusual
+    return _encode_str(name)
+
+
+def _mapping_text(stats: MappingStats) -> str:
+    counts = ", ".join(f"{_key(status)}: {int(n)}" for status, n in stats.counts.items())
+    return (
+        f'{{"counts": {{{counts}}}, "hint_rejected": {int(stats.hint_rejected)}, '
+        f'"total": {int(stats.total)}, "unmapped_rate": {_float_text(stats.unmapped_rate)}}}'
+    )
+
+
+_KEYS_TEXT: dict[tuple[str, ...], list[str]] = {}
+"""Metric names -> each one's JSON text and ``": "`` (the same names on every line)."""
+_STRING_TEXT: dict[str, str] = {}
+"""Statuses and document ids -> their JSON text (few, and repeated on every result)."""
+
+
+def _metrics_text(metrics: Mapping[str, float]) -> str:
+    names = tuple(metrics)
+    keys = _KEYS_TEXT.get(names)
+    if keys is None:
+        keys = [_key(name) + ": " for name in names]
+        if len(_KEYS_TEXT) < 64:
+            _KEYS_TEXT[names] = keys
+    values = list(metrics.values())
+    total = sum(values)  # a value that is no number raises TypeError: the standard path
+    if total - total == 0.0:  # all finite (a nan or an infinity makes the sum one)
+        # float.__repr__ refuses anything but a float (TypeError: the standard path)
+        return ", ".join(map(operator.add, keys, map(_float_repr, values)))
+    return ", ".join(key + _float_text(value) for key, value in zip(keys, values, strict=True))
+
+
+def _string_text(value: str) -> str:
+    text = _STRING_TEXT.get(value)
+    if text is None:
+        text = _encode_str(value)
+        if len(_STRING_TEXT) < 100_000:
+            _STRING_TEXT[value] = text
+    return text
+
+
+def _result_text(r: LocatedResult) -> str:
+    rank, status, doc, start, end = r.rank, r.status, r.document_id, r.start, r.end
+    confidence, rejected = r.confidence, r.hint_rejected
+    if (
+        type(rank) is int
+        and type(status) is str
+        and (doc is None or type(doc) is str)
+        and (start is None or type(start) is int)
+        and (end is None or type(end) is int)
+        and type(confidence) is float
+        and confidence - confidence == 0.0
+        and type(rejected) is bool
+    ):  # the shapes evaluate() gives, written with the fewest calls
+        strings = _STRING_TEXT
+        text = (
+            f'{{"rank": {rank}, "status": {strings.get(status) or _string_text(status)}, '
+            f'"document_id": {"null" if doc is None else strings.get(doc) or _string_text(doc)}, '
+            f'"start": {"null" if start is None else start}, '
+            f'"end": {"null" if end is None else end}, "confidence": {confidence!r}, '
+            f'"hint_rejected": {"true" if rejected else "false"}'
+        )
+    else:
+        text = (
+            f'{{"rank": {_scalar(rank)}, "status": {_scalar(status)}, '
+            f'"document_id": {_scalar(doc)}, "start": {_scalar(start)}, '
+            f'"end": {_scalar(end)}, "confidence": {_float_text(confidence)}, '
+            f'"hint_rejected": {_scalar(rejected)}'
+        )
+    if r.resolved_by is not None:
+        text += f', "resolved_by": {_scalar(r.resolved_by)}'
+    if r.reason is not None:
+        text += f', "reason": {_scalar(r.reason)}'
+    return text + "}"
+
+
+def _query_text(query: QueryEvaluation) -> str:
+    """``json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)``, the same text,
+    written without building the dicts (one per result: most of the evaluation's writing).
+
+    Only the shapes an evaluation holds are written here; anything else (a value of another
+    type, a non-finite number, traces) is handed to :func:`_query_json` and the standard
+    encoder, so the text, or the error, is always theirs.
+    """
+    if query.traces:
+        return json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+    try:
+        gold = ", ".join(
+            f'{{"document_id": {_scalar(d)}, "start": {_scalar(a)}, "end": {_scalar(b)}}}'
+            for d, a, b in query.gold
+        )
+        return (
+            f'{{"query_id": {_scalar(str(query.query_id))}, '
+            f'"status": {_scalar(QueryStatus(query.status).value)}, '
+            f'"error": {_scalar(query.error)}, "metrics": {{{_metrics_text(query.metrics)}}}, '
+            f'"gold": [{gold}], "mapping": {_mapping_text(query.mapping)}, '
+            f'"results": [{", ".join(map(_result_text, query.results))}]}}'
+        )
+    except (_Unusual, TypeError, ValueError):
+        return json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+
+
 def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     """The evaluation file's text in pieces, ending with a newline.
 
@@ -212,7 +357,7 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     yield head_text[: -len("\n}")] + ',\n  "queries": ['
     separator = "\n    "
     for query in evaluation.queries.values():
-        yield separator + json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+        yield separator + _query_text(query)
         separator = ",\n    "
     yield "\n  ]\n}\n"
 

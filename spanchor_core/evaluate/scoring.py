@@ -36,10 +36,11 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
@@ -56,20 +57,21 @@ from spanchor_core.evaluate.model import (
 )
 from spanchor_core.gold import GoldSet
 from spanchor_core.grouping import GroupedTrace, GroupRule, Retrieval, group_query, parse_group_rule
-from spanchor_core.locate import LocateRequest, Location, Locator, MatchStatus
+from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.metrics import (
     DEFAULT_K,
     DEFAULT_METRICS,
     DEFAULT_MIN_OVERLAP,
     MetricPlan,
-    apply_plan,
     check_k,
     check_min_overlap,
-    measure_coverage,
     metric_names,
     metric_plan,
+    score_ranked,
 )
-from spanchor_core.runs import RetrievalRecord, Run, RunHeader, RunStream, resolve_record
+from spanchor_core.runs import Run, RunHeader, RunStream
+from spanchor_core.runs.model import RecordFields
+from spanchor_core.runs.query_ids import lookup_query_id
 from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]
@@ -109,26 +111,6 @@ class _Tally:
         return tuple(sorted(self._extra))
 
 
-def _requests(record: RetrievalRecord, prefer: tuple[DocSpan, ...]) -> list[LocateRequest]:
-    """The record's results as locate requests, in rank order (a stable sort on ``rank``).
-
-    ``prefer`` (the query's gold spans) settles text found equally well in several places in
-    favour of the copy the gold names: the retriever returned the evidence text and cannot
-    know which copy the annotator anchored (``resolved_by="gold"``).
-    """
-    ranked = sorted(record.results, key=lambda result: result.rank)
-    return [
-        LocateRequest(
-            text=result.text,
-            document_id=result.document_id,
-            start=result.start,
-            end=result.end,
-            prefer=prefer,
-        )
-        for result in ranked
-    ]
-
-
 # status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
 _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
 
@@ -136,34 +118,43 @@ _STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in
 _NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
 
 
-def _located(rank: int, location: Location) -> LocatedResult:
-    status = location.status
-    value = _STATUS_VALUE.get(status)
-    return LocatedResult(
-        rank=rank,
-        status=str(status.value) if value is None else value,
-        document_id=location.document_id,
-        start=location.start,
-        end=location.end,
-        confidence=location.confidence,
-        hint_rejected=location.hint_rejected,
-        resolved_by=location.resolved_by,
-        reason=location.reason,
-    )
-
-
-def _item_key(result: LocatedResult, text: str | None) -> Hashable:
-    """What makes two results the same evidence when a trace's retrievals are merged.
-
-    A mapped result is its span; an unmapped one its text (digested: the key must not depend
-    on the process, since it also orders retrievals), so two different unmapped texts are two
-    results and the same text returned twice is one.
-    """
-    doc, start, end = result.document_id, result.start, result.end
-    if result.status not in _NO_SPAN and doc is not None and start is not None and end is not None:
-        return (doc, start, end)  # result.span's fields, without building the DocSpan
+def _text_key(status: str, text: str | None) -> Hashable:
+    """What makes two unmapped results the same evidence when a trace's retrievals are merged:
+    their text (digested: the key must not depend on the process, since it also orders
+    retrievals), so two different unmapped texts are two results and the same text returned
+    twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
     data = (text or "").encode("utf-8", "surrogatepass")
-    return ("?", result.status, hashlib.blake2b(data, digest_size=10).hexdigest())
+    return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
+
+
+class _Stub(NamedTuple):
+    """What scoring keeps of a record once its results are mapped: its provenance, as
+    :class:`~spanchor_core.grouping.Provenance` reads it (never the retrieved texts)."""
+
+    query: str
+    error: str | None
+    source: str | None
+    stage: str | None
+    trace_id: str | None
+    sequence: int | None
+    line: int | None
+
+
+class _Kept(NamedTuple):
+    """One mapped record of a gold query: provenance, results (rank slots 1..n), their spans
+    (``None``: no span) and the merge keys of the results without one (by slot index); a
+    mapped result's key is its span as a plain tuple, built only when records are merged."""
+
+    stub: _Stub
+    located: tuple[LocatedResult, ...]
+    spans: list[DocSpan | None]
+    unmapped_keys: dict[int, Hashable]
+
+    def keys(self) -> tuple[Hashable, ...]:
+        return tuple(
+            self.unmapped_keys[index] if span is None else tuple(span)
+            for index, span in enumerate(self.spans)
+        )
 
 
 class _Collector:
@@ -189,26 +180,51 @@ class _Collector:
         self.tally = _Tally(gold)
         self.unresolved: list[str] = []
         self.records = 0
-        self.kept: dict[str, list[Retrieval[LocatedResult]]] = {}
+        self.kept: dict[str, list[_Kept]] = {}
         self.mapped = 0
-        self._pending: list[tuple[str, RetrievalRecord, int]] = []
+        self._pending: list[tuple[str, _Stub, int]] = []
         self._requests: list[LocateRequest] = []
+        self._prefer: dict[str, tuple[DocSpan, ...]] = {}
 
-    def add(self, original: RetrievalRecord) -> None:
+    def add(self, record: RecordFields) -> None:
+        """Take one record: resolve its id (:func:`~spanchor_core.runs.resolve_record`'s rule),
+        count it, and queue its results for mapping when it belongs to a scored query."""
         self.records += 1
-        record, matched = resolve_record(original, self.gold)
-        if not matched:
-            self.unresolved.append(record.query)
         qid = record.query_id
+        if not qid:
+            found = lookup_query_id(self.gold, record.query)
+            if found is None:
+                self.unresolved.append(record.query)
+            else:
+                qid = found
         if qid is None or not self.tally.add(qid) or qid not in self.scored:
             return
         if record.error is None:
-            requests = _requests(record, tuple(a.span for a in self.gold[qid].anchors))
-            self._requests.extend(requests)
-            count = len(requests)
+            prefer = self._prefer.get(qid)
+            if prefer is None:
+                prefer = self._prefer[qid] = tuple(a.span for a in self.gold[qid].anchors)
+            # prefer (the query's gold spans) settles text found equally well in several
+            # places in favour of the copy the gold names: the retriever returned the evidence
+            # text and cannot know which copy the annotator anchored (resolved_by="gold")
+            self._requests.extend(
+                [
+                    LocateRequest(text=text, document_id=doc, start=start, end=end, prefer=prefer)
+                    for text, doc, start, end in record.results
+                ]
+            )
+            count = len(record.results)
         else:  # scored as an empty retrieval: nothing to map
             count = 0
-        self._pending.append((qid, replace(record, results=()), count))
+        stub = _Stub(
+            record.query,
+            record.error,
+            record.source,
+            record.stage,
+            record.trace_id,
+            record.sequence,
+            record.line,
+        )
+        self._pending.append((qid, stub, count))
         if self.batch_results is not None and len(self._requests) >= self.batch_results:
             self.flush()
 
@@ -220,17 +236,45 @@ class _Collector:
             locations = self.locator.locate_many(requests)
         else:
             locations = []
+        status_value = _STATUS_VALUE
+        no_span = _NO_SPAN
         first = 0
         for qid, stub, count in self._pending:
-            located = tuple(
-                _located(slot, locations[first + slot - 1]) for slot in range(1, count + 1)
-            )
-            keys = tuple(
-                _item_key(result, requests[first + index].text)
-                for index, result in enumerate(located)
-            )
-            bucket = self.kept.setdefault(qid, [])
-            bucket.append(Retrieval(stub, located, keys, ordinal=len(bucket)))
+            located: list[LocatedResult] = []
+            spans: list[DocSpan | None] = []
+            unmapped_keys: dict[int, Hashable] = {}
+            for slot in range(1, count + 1):
+                location = locations[first + slot - 1]
+                status = location.status
+                value = status_value.get(status)
+                if value is None:
+                    value = str(status.value)
+                doc, start, end = location.document_id, location.start, location.end
+                located.append(
+                    LocatedResult(
+                        slot,
+                        value,
+                        doc,
+                        start,
+                        end,
+                        location.confidence,
+                        location.hint_rejected,
+                        location.resolved_by,
+                        location.reason,
+                    )
+                )
+                # LocatedResult.span, without the property call
+                if (
+                    value not in no_span
+                    and doc is not None
+                    and start is not None
+                    and end is not None
+                ):
+                    spans.append(DocSpan(doc, start, end))
+                else:
+                    unmapped_keys[len(spans)] = _text_key(value, requests[first + slot - 1].text)
+                    spans.append(None)
+            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, unmapped_keys))
             first += count
         self.mapped += len(requests)
         self._pending = []
@@ -297,8 +341,11 @@ def evaluate_stream(
     the stream's ``records_read`` tells how many records there were.
 
     ``progress("map", done, 0)`` reports results mapped so far (the total is unknown until
-    the end, when ``("map", n, n)`` is reported), then the ``"score"`` phase as in
-    :func:`evaluate`. Errors in the run file are raised when reading reaches them.
+    the end, when ``("map", n, n)`` is reported) and ``progress("read", bytes, size)`` how
+    far into the run file reading has come (every 256 records, ending with
+    ``("read", size, size)``: a total known from the start, for a bar with a time left), then
+    the ``"score"`` phase as in :func:`evaluate`. Errors in the run file are raised when
+    reading reaches them.
     """
     if isinstance(batch_results, bool) or not isinstance(batch_results, int) or batch_results < 1:
         raise InputError(f"batch_results must be a positive integer, got {batch_results!r}")
@@ -313,6 +360,10 @@ def evaluate_stream(
         group=group,
         batch_results=batch_results,
     )
+
+
+_READ_EVERY = 256
+"""Records between two ``"read"`` progress reports."""
 
 
 def _evaluate_records(
@@ -331,18 +382,26 @@ def _evaluate_records(
     rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
     collector = _Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
-    records: Iterable[RetrievalRecord]
     if isinstance(source, Run):
-        records = source.records
         total = sum(len(r.results) for r in source.records if r.error is None)
+        if progress is not None:
+            progress("map", 0, total)
+        for record in source.records:
+            collector.add(RecordFields.of(record))
+    elif progress is None:
+        for fields in source.fields():
+            collector.add(fields)
     else:
-        records, total = source, 0  # unknown until the stream ends
-    if progress is not None:
-        progress("map", 0, total)
-    for record in records:
-        collector.add(record)
+        progress("map", 0, 0)  # unknown until the stream ends
+        progress("read", source.bytes_read, source.bytes_total)
+        for count, fields in enumerate(source.fields(), start=1):
+            collector.add(fields)
+            if count % _READ_EVERY == 0:
+                progress("read", source.bytes_read, source.bytes_total)
     collector.flush()
     if progress is not None:
+        if not isinstance(source, Run):
+            progress("read", source.bytes_total, source.bytes_total)
         progress("map", collector.mapped, collector.mapped)
     return _finish(
         corpus,
@@ -397,8 +456,7 @@ def _trace_scores(
         result if result.rank == slot else replace(result, rank=slot)
         for slot, result in enumerate(trace.items, start=1)
     )
-    coverage = measure_coverage(anchors, [result.span for result in results])
-    return apply_plan(coverage, plan, overlap), results
+    return score_ranked(anchors, [result.span for result in results], plan, overlap), results
 
 
 def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -428,18 +486,42 @@ def _finish(
     missing: list[str] = []
     errors: list[str] = []
     step = max(1, len(scored_ids) // 100)
+    # one record under ``auto``/``first`` is scored exactly as it was returned (what
+    # grouping gives for it, without building the retrieval and its ordering digest)
+    plain = rule.kind in ("auto", "first")
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
         anchors = tuple(anchor.span for anchor in gold[qid].anchors)
-        retrievals = collector.kept.get(qid)
-        if retrievals is None:
+        kept = collector.kept.get(qid)
+        if kept is None:
             missing.append(qid)
-            coverage = measure_coverage(anchors, [])
             queries[qid] = QueryEvaluation(
-                qid, apply_plan(coverage, plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
+                qid, score_ranked(anchors, [], plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
             )
             continue
+        if plain and len(kept) == 1:
+            only = kept[0]
+            error = only.stub.error
+            if error is None:
+                metrics = score_ranked(anchors, only.spans, plan, overlap)
+            else:
+                errors.append(qid)
+                metrics = score_ranked(anchors, [], plan, overlap)
+            queries[qid] = QueryEvaluation(
+                query_id=qid,
+                metrics=metrics,
+                status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+                gold=anchors,
+                results=only.located,
+                mapping=MappingStats.of(only.located),
+                error=error,
+            )
+            continue
+        retrievals = [
+            Retrieval(item.stub, item.located, item.keys(), ordinal=ordinal)
+            for ordinal, item in enumerate(kept)
+        ]
         grouped = group_query(retrievals, rule)
         scored = [_trace_scores(trace, anchors, plan, overlap) for trace in grouped.traces]
         first = grouped.traces[0] if grouped.traces else None
@@ -450,7 +532,7 @@ def _finish(
         if scored:
             metrics = _mean_metrics([row for row, _ in scored])
         else:  # a grouping rule left nothing: scored as an empty retrieval
-            metrics = apply_plan(measure_coverage(anchors, []), plan, overlap)
+            metrics = score_ranked(anchors, [], plan, overlap)
         traces = (
             tuple(
                 TraceSummary(t.trace_id, len(t.lines), t.sources, t.stage, t.error)
@@ -465,9 +547,7 @@ def _finish(
             status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
             gold=anchors,
             results=located,
-            mapping=MappingStats.of(
-                [result for retrieval in retrievals for result in retrieval.items]
-            ),
+            mapping=MappingStats.of([result for item in kept for result in item.located]),
             error=error,
             traces=traces,
         )

@@ -5,7 +5,8 @@ over a ranked list (:func:`measure_coverage`, in :mod:`.coverage`) records, afte
 many gold and retrieved characters are covered; every metric at every K is then a lookup in that
 record (:mod:`.registry` holds the metrics, one signature each, with their exact definitions).
 :mod:`.names` checks cutoffs and reads names like ``recall@5``; :mod:`.compute` evaluates a
-registry over one coverage record.
+registry over one coverage record; :mod:`.fused` computes a whole plan in one walk, the same
+values bit for bit, for the evaluation's hot path.
 
 Conventions (they hold for every metric of :mod:`.registry`):
 
@@ -39,6 +40,7 @@ from spanchor_core.metrics.compute import (
     metric_plan,
 )
 from spanchor_core.metrics.coverage import RankedCoverage, measure_coverage
+from spanchor_core.metrics.fused import score_ranked
 from spanchor_core.metrics.names import (
     DEFAULT_K,
     DEFAULT_MIN_OVERLAP,
@@ -67,5 +69,6 @@ __all__ = [
     "metric_parts",
     "metric_plan",
     "parse_cutoff",
+    "score_ranked",
     "split_metric_name",
 ]

@@ -10,6 +10,7 @@ died mid-line) is skipped with one warning.
 
 from __future__ import annotations
 
+import operator
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -25,10 +26,16 @@ from spanchor_core.runs.file_models import (
     RetrievedResultModel,
     RunHeader,
 )
-from spanchor_core.runs.model import STAGES, RetrievalRecord, RetrievedResult
+from spanchor_core.runs.model import STAGES, RecordFields, RetrievalRecord, RetrievedResult
 from spanchor_core.runs.results import sorted_by_rank
 
-__all__ = ["OTHER_KINDS", "header_from_object", "read_header_line", "read_record_line"]
+__all__ = [
+    "OTHER_KINDS",
+    "fields_fast",
+    "header_from_object",
+    "read_header_line",
+    "read_record_line",
+]
 
 # What other spanchor files look like, to say so when one is passed as a run.
 OTHER_KINDS: Final = {
@@ -118,13 +125,21 @@ def _too_big(number: Any) -> bool:
 _ABSENT: Any = object()
 
 
-def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
-    """The record a well-formed line of our own format holds, without pydantic; else ``None``.
+_Checked = tuple[
+    Any, str, Any, Any, Any, Any, Any, Any, Any, Any, dict[str, Any], list[tuple[Any, ...]]
+]
+"""A record line's values once checked: query_id, query, latency_ms, error, source, stage,
+trace_id, run_id, parent_run_id, sequence, metadata, and each result as ``(rank, text, score,
+document_id, start, end, metadata)`` in file order, its rank filled in from its position."""
+
+
+def _checked(obj: Any) -> _Checked | None:
+    """A well-formed line's values (:data:`_Checked`), without pydantic; else ``None``.
 
     Accepts exactly the shapes :class:`RetrievalRecordModel` accepts that our writers produce
-    (plain JSON types, ints where floats go), and gives the same values. Anything else returns
-    ``None`` and the caller validates the line with the model, so a bad line gets the same
-    ``path:line`` error either way. At 100,000 results this halves reading time.
+    (plain JSON types, ints where floats go). Anything else returns ``None`` and the caller
+    validates the line with the model, so a bad line gets the same ``path:line`` error either
+    way. Shared by :func:`_record_fast` and :func:`fields_fast`, so both accept the same lines.
     """
     if type(obj) is not dict or not _RECORD_KEYS.issuperset(obj):
         return None
@@ -157,7 +172,9 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         record_metadata = {}
     elif type(record_metadata) is not dict:
         return None
-    results: list[RetrievedResult] = []
+    results: list[tuple[Any, ...]] = []
+    append = results.append
+    str_or_none, int_or_none, number_or_none = _STR_OR_NONE, _INT_OR_NONE, _NUMBER_OR_NONE
     for position, item in enumerate(items, start=1):
         if type(item) is not dict or not _RESULT_KEYS.issuperset(item):
             return None
@@ -166,30 +183,62 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         document_id, start, end = get("document_id"), get("start"), get("end")
         metadata = get("metadata", _ABSENT)
         if (
-            type(rank) not in _INT_OR_NONE
-            or type(text) not in _STR_OR_NONE
-            or type(score) not in _NUMBER_OR_NONE
+            type(rank) not in int_or_none
+            or type(text) not in str_or_none
+            or type(score) not in number_or_none
             or _too_big(score)
-            or type(document_id) not in _STR_OR_NONE
-            or type(start) not in _INT_OR_NONE
-            or type(end) not in _INT_OR_NONE
+            or type(document_id) not in str_or_none
+            or type(start) not in int_or_none
+            or type(end) not in int_or_none
         ):
             return None
         if metadata is _ABSENT:
             metadata = {}
         elif type(metadata) is not dict:
             return None
-        results.append(
-            RetrievedResult(
-                position if rank is None else rank,
-                text,
-                None if score is None else float(score),
-                document_id,
-                start,
-                end,
-                metadata,
-            )
+        append((position if rank is None else rank, text, score, document_id, start, end, metadata))
+    return (
+        query_id,
+        query,
+        latency,
+        error,
+        source,
+        stage,
+        trace_id,
+        run_id,
+        parent_run_id,
+        sequence,
+        record_metadata,
+        results,
+    )
+
+
+def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
+    """The record a well-formed line of our own format holds (see :func:`_checked`), or
+    ``None``. At 100,000 results this halves reading time."""
+    checked = _checked(obj)
+    if checked is None:
+        return None
+    (
+        query_id,
+        query,
+        latency,
+        error,
+        source,
+        stage,
+        trace_id,
+        run_id,
+        parent_run_id,
+        sequence,
+        record_metadata,
+        items,
+    ) = checked
+    results = [
+        RetrievedResult(
+            rank, text, None if score is None else float(score), document_id, start, end, metadata
         )
+        for rank, text, score, document_id, start, end, metadata in items
+    ]
     return RetrievalRecord(
         query_id=query_id,
         query=query,
@@ -204,6 +253,36 @@ def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
         sequence=sequence,
         metadata=record_metadata,
         line=line,
+    )
+
+
+_BY_RANK: Final = operator.itemgetter(0)
+
+
+def fields_fast(obj: Any, line: int) -> RecordFields | None:
+    """:func:`_record_fast` as scoring reads it (:class:`RecordFields`): the same lines
+    accepted, the same values, the results in the same (stable) rank order, without building
+    a :class:`RetrievedResult` per result."""
+    checked = _checked(obj)
+    if checked is None:
+        return None
+    items = checked[11]
+    previous = -_FLOAT_MAX
+    for item in items:  # almost always in rank order already: then no sort
+        if item[0] < previous:
+            items = sorted(items, key=_BY_RANK)
+            break
+        previous = item[0]
+    return RecordFields(
+        checked[0],
+        checked[1],
+        checked[3],
+        checked[4],
+        checked[5],
+        checked[6],
+        checked[9],
+        line,
+        [(text, document_id, start, end) for _, text, _, document_id, start, end, _ in items],
     )
 
 

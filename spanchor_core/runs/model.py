@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 if TYPE_CHECKING:  # the header model validates Stage, so it is imported lazily here
     from spanchor_core.runs.file_models import RunHeader
@@ -21,6 +21,7 @@ __all__ = [
     "FORMAT_0X_LIST",
     "FORMAT_OURS",
     "STAGES",
+    "RecordFields",
     "RetrievalRecord",
     "RetrievedResult",
     "Run",
@@ -103,3 +104,42 @@ class Run:
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     source_format: str = FORMAT_OURS
+
+
+class RecordFields(NamedTuple):
+    """A record as scoring reads it: its provenance and, per result in rank order (a stable
+    sort on ``rank``), ``(text, document_id, start, end)``.
+
+    What :meth:`RunStream.fields <spanchor_core.runs.RunStream.fields>` yields instead of a
+    :class:`RetrievalRecord`, so that evaluating a large run builds no object per result; the
+    values are those of the record (:meth:`of`).
+    """
+
+    query_id: str | None
+    query: str
+    error: str | None
+    source: str | None
+    stage: str | None
+    trace_id: str | None
+    sequence: int | None
+    line: int | None
+    results: list[tuple[str | None, str | None, int | None, int | None]]
+
+    @classmethod
+    def of(cls, record: RetrievalRecord) -> RecordFields:
+        ranked = sorted(record.results, key=_rank)
+        return cls(
+            record.query_id,
+            record.query,
+            record.error,
+            record.source,
+            record.stage,
+            record.trace_id,
+            record.sequence,
+            record.line,
+            [(r.text, r.document_id, r.start, r.end) for r in ranked],
+        )
+
+
+def _rank(result: RetrievedResult) -> int:
+    return result.rank

@@ -32,8 +32,14 @@ from spanchor_core.runs.legacy import (
     read_0x_document,
     read_0x_record_line,
 )
-from spanchor_core.runs.lines import _record_fast, read_header_line, read_record_line
-from spanchor_core.runs.model import FORMAT_0X_JSONL, FORMAT_OURS, RetrievalRecord, Run
+from spanchor_core.runs.lines import _record_fast, fields_fast, read_header_line, read_record_line
+from spanchor_core.runs.model import (
+    FORMAT_0X_JSONL,
+    FORMAT_OURS,
+    RecordFields,
+    RetrievalRecord,
+    Run,
+)
 
 __all__ = ["RunStream", "iter_run", "read_run"]
 
@@ -150,23 +156,41 @@ def _read_record_line_fast(
     """:func:`read_record_line`, parsing well-formed lines with orjson first.
 
     orjson refuses what the strict reader refuses (bad syntax, ``NaN``, numbers beyond a
-    float, lone surrogates) except a key twice in one object, which it keeps silently: so a
-    line is taken from orjson only when its ``":`` count equals the members parsed (every key
-    of a line :data:`_SPACED_KEY` does not match ends in exactly ``":``). Anything else — a bad
-    line, a torn one, a second header, a record the plain checks decline — goes to
+    float, lone surrogates) except a key twice in one object, which it keeps silently, and an
+    integer beyond 64 bits, which it turns into a float: so a line is taken from orjson only
+    when it is byte for byte what orjson writes for the value parsed (what our writers
+    produce), or else when its ``":`` count equals the members parsed (every key of a line
+    :data:`_SPACED_KEY` does not match ends in exactly ``":``) and no float is huge. Anything
+    else — a bad line, a torn one, a second header, a record the plain checks decline — goes to
     :func:`read_record_line`, which gives the values or the error it always gave.
     """
-    text = line.text
-    if '\\":' not in text and _SPACED_KEY.search(text) is None:
-        try:
-            obj = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            obj = None
-        if type(obj) is dict and "kind" not in obj and _keys(obj) == text.count('":'):
-            record = _record_fast(obj, line.number)
-            if record is not None:
-                return record
+    obj = _from_orjson(line.text)
+    if obj is not None:
+        record = _record_fast(obj, line.number)
+        if record is not None:
+            return record
     return read_record_line(line, path, warnings)
+
+
+def _from_orjson(text: str) -> dict[str, Any] | None:
+    """The line's object as orjson parses it, when that is what the strict reader would give
+    (see :func:`_read_record_line_fast`); ``None`` sends the line the strict way."""
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or "kind" in obj:
+        return None
+    # A line that is exactly what orjson writes for what it parsed has no repeated key (it
+    # would be written once) and no integer turned float (it would be written as a float):
+    # the lines our writers produce, checked in one C call instead of a walk over the values.
+    if orjson.dumps(obj) == text.encode("utf-8"):
+        return obj
+    if '\\":' in text or _SPACED_KEY.search(text) is not None:
+        return None
+    if _keys(obj) == text.count('":'):
+        return obj
+    return None
 
 
 def _records(
@@ -179,6 +203,19 @@ def _records(
         record = read_line(line, path, warnings)
         if record is not None:
             yield record
+
+
+def _read_fields_fast(line: JsonlLine, path: Path, warnings: list[str]) -> RecordFields | None:
+    """:func:`_read_record_line_fast` for :meth:`RunStream.fields`: the same lines taken from
+    orjson (the same checks, in :func:`_from_orjson`), the rest read by
+    :func:`read_record_line` and converted."""
+    obj = _from_orjson(line.text)
+    if obj is not None:
+        fields = fields_fast(obj, line.number)
+        if fields is not None:
+            return fields
+    record = read_record_line(line, path, warnings)
+    return None if record is None else RecordFields.of(record)
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
@@ -208,7 +245,8 @@ class RunStream:
     exactly as :func:`read_run` does. Iterating yields the records in file order, each line
     read as :func:`read_run` reads it (the same code: same errors with ``path:line``, same
     torn-last-line rule); the records read equal ``read_run(path).records``. Errors in later
-    lines are raised when iteration reaches them, the first in file order.
+    lines are raised when iteration reaches them, the first in file order. :meth:`fields`
+    reads the same lines as scoring needs them (:class:`~spanchor_core.runs.model.RecordFields`).
 
     Our format and spanchor 0.x JSONL are streamed. spanchor 0.x single-document files (a
     JSON object or list) cannot be read in pieces: they are read whole when the stream is
@@ -216,9 +254,21 @@ class RunStream:
 
     :attr:`warnings` (torn last line) and :attr:`records_read` are complete once the records
     have been iterated. Iterating again reads the file again and starts both afresh.
+    :attr:`bytes_read` says how far into the file (of :attr:`bytes_total` bytes, its size when
+    the stream was opened) reading has come, for a progress bar: the whole file for a
+    single-document file, read when the stream was opened.
     """
 
-    __slots__ = ("_layout", "header", "path", "records_read", "source_format", "warnings")
+    __slots__ = (
+        "_layout",
+        "bytes_read",
+        "bytes_total",
+        "header",
+        "path",
+        "records_read",
+        "source_format",
+        "warnings",
+    )
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -226,8 +276,14 @@ class RunStream:
         self.records_read = 0
         with _open(self.path) as handle:
             self._layout = _layout(handle, self.path)
+            self.bytes_total = os.fstat(handle.fileno()).st_size
+        self.bytes_read = self._start()
         self.header = self._layout.header
         self.source_format = self._layout.source_format
+
+    def _start(self) -> int:
+        """Where reading the records starts, in bytes (all of it read for a whole document)."""
+        return self.bytes_total if self._layout.run is not None else self._layout.offset
 
     def __iter__(self) -> Iterator[RetrievalRecord]:
         return self._records()
@@ -235,6 +291,7 @@ class RunStream:
     def _records(self) -> Iterator[RetrievalRecord]:
         self.records_read = 0
         self.warnings = []
+        self.bytes_read = self._start()
         whole = self._layout.run
         if whole is not None:
             self.warnings = list(whole.warnings)
@@ -242,10 +299,35 @@ class RunStream:
                 self.records_read += 1
                 yield record
             return
+        read_line = self._layout.read_line
+        if read_line is None:  # pragma: no cover - a layout has a line reader or a run
+            return
         with _open(self.path) as handle:
-            for record in _records(handle, self.path, self._layout, self.warnings):
-                self.records_read += 1
-                yield record
+            for line in _lines(handle, self.path, self._layout.offset, self._layout.number):
+                self.bytes_read = line.end
+                found = read_line(line, self.path, self.warnings)
+                if found is not None:
+                    self.records_read += 1
+                    yield found
+
+    def fields(self) -> Iterator[RecordFields]:
+        """The records as scoring reads them, in file order: what iterating gives, each as
+        :meth:`RecordFields.of <spanchor_core.runs.model.RecordFields.of>` of the record (the
+        same lines, values and errors), without building an object per result."""
+        if self._layout.read_line is not _read_record_line_fast:
+            for record in self._records():
+                yield RecordFields.of(record)
+            return
+        self.records_read = 0
+        self.warnings = []
+        self.bytes_read = self._start()
+        with _open(self.path) as handle:
+            for line in _lines(handle, self.path, self._layout.offset, self._layout.number):
+                self.bytes_read = line.end
+                fields = _read_fields_fast(line, self.path, self.warnings)
+                if fields is not None:
+                    self.records_read += 1
+                    yield fields
 
     def __repr__(self) -> str:
         return f"RunStream({str(self.path)!r}, {self.source_format})"
