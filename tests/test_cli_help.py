@@ -53,7 +53,10 @@ def test_usage_names_arguments_plainly_and_options_by_a_word(
     out = capsys.readouterr().out
     assert "QUERY_ID [QUESTION] DOCS TEXT" in out
     assert "--occurrence          INT" in out
-    assert "--doc                 TEXT" in out
+    assert "--doc                 ID" in out
+    assert main(["locate", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "--context          INT" in out  # an option without a metavar of its own
 
 
 def test_list_options_have_a_metavar(capsys: pytest.CaptureFixture[str]) -> None:
