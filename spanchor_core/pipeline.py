@@ -32,6 +32,7 @@ from spanchor_core.corpus.lazy import open_corpus_file
 from spanchor_core.diagnosis import (
     ChunkInventory,
     ChunkInventoryError,
+    MissingChunkInventory,
     RegressionDiagnosis,
     diagnose_regressions,
     inventory_path,
@@ -626,6 +627,8 @@ class GateOutcome:
     baselines: tuple[Evaluation, ...] = ()
     """With several baselines, all of them sorted by path; ``baseline`` is then the first,
     the one reports and the diagnosis take their retrieved evidence from."""
+    warnings: tuple[str, ...] = ()
+    """What the gate went on without (a run header's chunk inventory that is not there)."""
 
     @property
     def unmapped_exceeded(self) -> bool:
@@ -661,15 +664,28 @@ def _inventories(
     candidate: Evaluation,
     corpus: Corpus | None,
     locator: Locator | None,
-) -> tuple[ChunkInventory | None, ChunkInventory | None]:
-    """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``)."""
+) -> tuple[tuple[ChunkInventory | None, ChunkInventory | None], tuple[str, ...]]:
+    """The chunk inventories the two run headers point to (``tags["spanchor.chunks"]``), and a
+    warning for each that is not there.
+
+    An inventory only explains a regression (the chunking/ranking split); the verdict never
+    depends on it. So a header pointing to a file that is gone — a run copied elsewhere
+    without its chunks — costs the split and a warning, not the gate. A malformed inventory
+    or tag is still bad input.
+    """
     if corpus is None:  # nothing to map them onto: no split, and no reason to fail
-        return None, None
+        return (None, None), ()
     found: list[ChunkInventory | None] = []
-    for evaluation, source in ((baseline, config.baseline), (candidate, config.candidate)):
-        path = _inventory_file(evaluation, source)
+    warnings: list[str] = []
+    sides = (("baseline", baseline, config.baseline), ("candidate", candidate, config.candidate))
+    for side, evaluation, source in sides:
+        try:
+            path = _inventory_file(evaluation, source)
+        except MissingChunkInventory as err:
+            warnings.append(f"{side}: {err}; no chunking/ranking split")
+            path = None
         found.append(None if path is None else load_inventory(path, corpus, locator=locator))
-    return found[0], found[1]
+    return (found[0], found[1]), tuple(warnings)
 
 
 def _inventory_file(evaluation: Evaluation, source: str | os.PathLike[str]) -> Path | None:
@@ -765,7 +781,7 @@ def run_gate(
         seed=config.seed,
         max_unmapped_rate=config.max_unmapped_rate,
     )
-    chunks = _inventories(config, baseline, candidate, corpus, locator)
+    chunks, warnings = _inventories(config, baseline, candidate, corpus, locator)
     diagnosis = (
         diagnose_regressions(
             comparison,
@@ -779,7 +795,7 @@ def run_gate(
     )
     if diagnosis is not None:  # the comparison file and the reports show it
         comparison = dataclasses.replace(comparison, diagnosis=diagnosis)
-    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis, members)
+    return GateOutcome(baseline, candidate, comparison, gold, corpus, diagnosis, members, warnings)
 
 
 # -- noise: N repeats of one configuration -------------------------------------------------------

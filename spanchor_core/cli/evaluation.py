@@ -250,6 +250,8 @@ def _print_warnings(outcome: GateOutcome) -> None:
     for side, evaluation in (("baseline", outcome.baseline), ("candidate", outcome.candidate)):
         for warning in dict.fromkeys(evaluation.warnings):
             err.print(f"warning: {side}: {escape_control(warning)}", markup=False)
+    for warning in outcome.warnings:
+        err.print(f"warning: {escape_control(warning)}", markup=False)
 
 
 def _redacted(outcome: GateOutcome, redact: bool) -> GateOutcome:

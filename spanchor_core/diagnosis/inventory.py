@@ -43,6 +43,11 @@ class ChunkInventoryError(InputError):
     """A chunk inventory (file or in-memory chunks) is malformed or made for other documents."""
 
 
+class MissingChunkInventory(ChunkInventoryError):
+    """A run header points to a chunk inventory file that is not there (the run was copied
+    without it, say): the gate then warns and shows no chunking/ranking split."""
+
+
 DocumentIdRule: TypeAlias = str | Callable[[Any], str | None] | None
 """How a framework object names its corpus document: a metadata key whose value *is* the corpus
 id, a function ``object -> id | None``, or ``None`` (the locator finds the text itself)."""

@@ -32,6 +32,7 @@ from spanchor_core.diagnosis.inventory import (
     Chunk,
     ChunkInventory,
     ChunkInventoryError,
+    MissingChunkInventory,
     check_chunk,
     map_inventory,
 )
@@ -315,7 +316,7 @@ def inventory_path(
     if not target.is_absolute():
         target = Path(source).parent / target
     if not target.is_file():
-        raise ChunkInventoryError(
+        raise MissingChunkInventory(
             f"the run header points to the chunk inventory {value!r}, which does not exist "
             f"({target})",
             path=source,

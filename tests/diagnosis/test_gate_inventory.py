@@ -69,3 +69,33 @@ def test_a_header_pointing_nowhere_is_an_error_naming_the_run(tmp_path: Path) ->
     assert inventory_path({"tags": {}}, tmp_path / "run.jsonl") is None
     assert inventory_path(None, tmp_path / "run.jsonl") is None
     assert load_corpus(QUICKSTART / "docs")  # the quickstart is there
+
+
+def test_a_run_copied_without_its_inventory_gates_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the runs moved to a folder without ../chunks/: the verdict stands, the split is gone
+    root = _tagged_copy(tmp_path)
+    shutil.rmtree(root / "chunks")
+    argv = [
+        "gate",
+        "--docs", str(QUICKSTART / "docs"),
+        "--gold", str(QUICKSTART / "gold.jsonl"),
+        "--baseline", str(root / "runs" / "baseline.jsonl"),
+        "--candidate", str(root / "runs" / "candidate.jsonl"),
+        "--policy", str(QUICKSTART / "spanchor.toml"),
+    ]  # fmt: skip
+    assert main(argv) == 1  # the quickstart's regression, as with the inventories
+    out, err = capsys.readouterr()
+    warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2
+    assert warnings[0].startswith("warning: baseline: ")
+    assert "paragraphs.jsonl" in warnings[0]
+    assert "which does not exist" in warnings[0]
+    assert warnings[0].endswith("no chunking/ranking split")
+    assert "chunking (oracle" not in out
+    # a malformed tag is still bad input
+    bad = read_run(root / "runs" / "baseline.jsonl")
+    header = bad.header.model_copy(update={"tags": {INVENTORY_TAG: 3}})
+    write_run(type(bad)(header, bad.records), root / "runs" / "baseline.jsonl")
+    assert main(argv) == 2

@@ -147,9 +147,10 @@ def test_run_tasks_keeps_task_order_and_uses_other_processes(method: str) -> Non
     tasks = [functools.partial(_square, n) for n in range(7)]
     answers = run_tasks(tasks, 3, start_method=method)  # type: ignore[arg-type]
     assert [value for value, _ in answers] == [n * n for n in range(7)]
-    pids = {pid for _, pid in answers}
-    assert os.getpid() in pids  # the driver took its share
-    assert len(pids) == 3  # and two workers theirs
+    pids = [pid for _, pid in answers]
+    # the driver runs every third task (0, 3, 6); the pool's workers the others — which worker
+    # takes which is the pool's choice, so only "not the driver" is certain
+    assert [pid == os.getpid() for pid in pids] == [n % 3 == 0 for n in range(7)]
 
 
 def test_process_locator_workers_really_map(generated: Case) -> None:
