@@ -18,18 +18,16 @@ from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.resolve import Pending, choose
 from spanchor_core.locate.text import fold, normalise
 
-__all__ = ["normalised_stage"]
+__all__ = ["normalised_occurrences", "normalised_stage"]
 
 _NORMALISED_CAP: Final = 0.99  # a normalised match never scores like an exact one
 
 
-def normalised_stage(
-    ctx: SearchContext, pending: list[Pending], results: list[Location | None]
-) -> list[Pending]:
-    """Place every job whose normalised text occurs; return the others (``norm`` filled in)."""
+def normalised_occurrences(ctx: SearchContext, norms: list[str]) -> list[list[Occurrence]]:
+    """Every occurrence of each normalised text, as canonical ``(document, start, end)``
+    slices whose normalised form is that text: what the normalised stage chooses from — here,
+    or on each shard of a sharded search (:mod:`.reduce`)."""
     texts = ctx.documents.texts
-    for job in pending:
-        job.norm = normalise(job.text)
 
     def lookup(norms: list[str]) -> list[list[Occurrence] | None]:
         view = ctx.normalised_view()
@@ -49,7 +47,17 @@ def normalised_stage(
             out.append(occ)
         return out
 
-    found = find_occurrences(ctx, [job.norm for job in pending], lookup, normalised=True)
+    return find_occurrences(ctx, norms, lookup, normalised=True)
+
+
+def normalised_stage(
+    ctx: SearchContext, pending: list[Pending], results: list[Location | None]
+) -> list[Pending]:
+    """Place every job whose normalised text occurs; return the others (``norm`` filled in)."""
+    texts = ctx.documents.texts
+    for job in pending:
+        job.norm = normalise(job.text)
+    found = normalised_occurrences(ctx, [job.norm for job in pending])
     remaining: list[Pending] = []
     for job, occ in zip(pending, found, strict=True):
         if not occ:

@@ -47,11 +47,11 @@ from rapidfuzz import fuzz
 from spanchor_core.locate.align import align_span
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import CorpusTexts, Occurrence
-from spanchor_core.locate.find import find_occurrences
+from spanchor_core.locate.exact import exact_occurrences
 from spanchor_core.locate.fuzzy import _MARGIN, _NOTHING, _regions, clusters_of, resolve_scored
 from spanchor_core.locate.locator import Locator
 from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
-from spanchor_core.locate.normalised import _NORMALISED_CAP
+from spanchor_core.locate.normalised import _NORMALISED_CAP, normalised_occurrences
 from spanchor_core.locate.prepare import PreferCache, prepare
 from spanchor_core.locate.resolve import Pending, choose, unmapped
 from spanchor_core.locate.settings import LocatorSettings
@@ -378,19 +378,8 @@ def _fuzzy_votes(
 def shard_exact(shard: Locator, texts: list[str]) -> list[list[Found]]:
     """Every occurrence of each (canonical) text in this shard, as the exact stage finds them."""
     ctx = shard._ctx
-    docs = ctx.documents
-
-    def lookup(needles: list[str]) -> list[list[Occurrence] | None]:
-        hits = ctx.search.anchor_candidates(ctx.exact_index(), needles, docs.starts, docs.lengths)
-        return [
-            None
-            if cands is None
-            else [(d, s, s + len(text)) for d, s in cands if docs.texts[d].startswith(text, s)]
-            for text, cands in zip(needles, hits, strict=True)
-        ]
-
-    found = find_occurrences(ctx, texts, lookup, normalised=False)
-    ids = docs.ids
+    found = exact_occurrences(ctx, texts)
+    ids = ctx.documents.ids
     return [[(ids[d], s, e) for d, s, e in occ] for occ in found]
 
 
@@ -401,26 +390,7 @@ def shard_normalised(
     slice (as the normalised stage scores the one it chooses)."""
     ctx = shard._ctx
     texts = ctx.documents.texts
-
-    def lookup(norms: list[str]) -> list[list[Occurrence] | None]:
-        view = ctx.normalised_view()
-        hits = ctx.search.anchor_candidates(view.index, norms, view.starts, view.lengths)
-        out: list[list[Occurrence] | None] = []
-        for norm, cands in zip(norms, hits, strict=True):
-            if cands is None:
-                out.append(None)
-                continue
-            occ: list[Occurrence] = []
-            last = len(norm) - 1
-            for d, s in cands:
-                cs = view.to_canonical(texts[d], d, s)
-                ce = view.to_canonical(texts[d], d, s + last) + 1
-                if normalise(texts[d][cs:ce]) == norm:
-                    occ.append((d, cs, ce))
-            out.append(occ)
-        return out
-
-    found = find_occurrences(ctx, [norm for _, norm in jobs], lookup, normalised=True)
+    found = normalised_occurrences(ctx, [norm for _, norm in jobs])
     ids = ctx.documents.ids
     out = []
     for (text, _), occ in zip(jobs, found, strict=True):
