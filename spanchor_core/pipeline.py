@@ -702,18 +702,28 @@ def _inventory_file(evaluation: Evaluation, source: str | os.PathLike[str]) -> P
     return inventory_path(header, source)
 
 
-def _gate_corpus(config: GateConfig, engine: Callable[[Corpus], Locator] | None) -> Corpus:
-    """The gate's corpus: the whole text, or — when the engine's shard actors read the
-    documents from a JSONL/Parquet corpus themselves — a lazy view of ids, hashes and lengths
-    that reads back only the documents the driver needs (the gold set's, the reports')."""
-    assert config.docs is not None
+def engine_corpus(
+    docs: str | os.PathLike[str],
+    globs: Sequence[str],
+    engine: Callable[[Corpus], Locator] | None,
+) -> Corpus:
+    """The corpus the driver holds for ``engine``: the whole text, or — when the engine's shard
+    actors read the documents from a JSONL/Parquet corpus themselves (``holds_documents``) —
+    a lazy view of ids, hashes and lengths that reads back only the documents the driver needs
+    (the gold set's, the reports'). ``spanchor evaluate`` and :func:`run_gate` both ask here."""
     if (
         getattr(engine, "holds_documents", False)
-        and tuple(config.globs) == DEFAULT_GLOBS
-        and is_corpus_file(config.docs)
+        and tuple(globs) == DEFAULT_GLOBS
+        and is_corpus_file(docs)
     ):
-        return open_corpus_file(config.docs)
-    return load_corpus(config.docs, globs=config.globs)
+        return open_corpus_file(docs)
+    return load_corpus(docs, globs=tuple(globs))
+
+
+def _gate_corpus(config: GateConfig, engine: Callable[[Corpus], Locator] | None) -> Corpus:
+    """The gate's corpus (:func:`engine_corpus` of its settings)."""
+    assert config.docs is not None
+    return engine_corpus(config.docs, config.globs, engine)
 
 
 def run_gate(

@@ -25,6 +25,7 @@ from spanchor_core.metrics import DEFAULT_K
 
 __all__ = [
     "DEFAULT_K_TEXT",
+    "AllowMismatchOption",
     "GlobOption",
     "err_console",
     "globs",
@@ -46,6 +47,16 @@ GlobOption = Annotated[
         help="File pattern under DOCS (repeatable). Default: *.txt and *.md.",
     ),
 ]
+
+
+AllowMismatchOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-mismatch",
+        help="Score run files recorded against another corpus or gold-set version.",
+    ),
+]
+"""``--allow-mismatch`` of the commands that score several run files (compare, noise)."""
 
 
 def out_console() -> Console:

@@ -12,10 +12,10 @@ import typer
 
 from spanchor_core.cli.console import (
     DEFAULT_K_TEXT,
+    AllowMismatchOption,
     GlobOption,
     err_console,
     globs,
-    load_docs,
     out_console,
     parse_k,
     progress_bars,
@@ -23,8 +23,7 @@ from spanchor_core.cli.console import (
 )
 from spanchor_core.compare import Comparison, write_comparison
 from spanchor_core.compare.file import COMPARISON_KIND
-from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, is_corpus_file
-from spanchor_core.corpus.lazy import open_corpus_file
+from spanchor_core.corpus import DEFAULT_GLOBS, Corpus
 from spanchor_core.diagnosis import RegressionDiagnosis, redact_diagnosis
 from spanchor_core.distributed import ray_engine
 from spanchor_core.evaluate import write_evaluation
@@ -35,6 +34,7 @@ from spanchor_core.outputs import OutputPlan
 from spanchor_core.pipeline import (
     GateOutcome,
     GoldHashPolicy,
+    engine_corpus,
     policy_with_drops,
     run_evaluation,
     run_gate,
@@ -170,10 +170,8 @@ def evaluate(
         None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
     )
     with progress_bars(quiet) as progress:
-        if engine is not None and shards > 1 and source is not None and is_corpus_file(docs):
-            corpus: Corpus | Path = open_corpus_file(docs)  # the driver holds no text
-        else:
-            corpus = docs if engine is None else load_docs(docs, glob)
+        # on shards reading a corpus file themselves, the driver holds no document text
+        corpus: Corpus | Path = docs if engine is None else engine_corpus(docs, globs(glob), engine)
         outcome = run_evaluation(
             corpus,
             gold,
@@ -383,13 +381,7 @@ def compare_command(
         int | None, typer.Option(help="Bootstrap seed (default: the policy's).")
     ] = None,
     glob: GlobOption = None,
-    allow_mismatch: Annotated[
-        bool,
-        typer.Option(
-            "--allow-mismatch",
-            help="Score run files recorded against another corpus or gold-set version.",
-        ),
-    ] = False,
+    allow_mismatch: AllowMismatchOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,

@@ -14,7 +14,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from spanchor_core.cli.console import GlobOption, err_console, globs, out_console, parse_k
+from spanchor_core.cli.console import (
+    AllowMismatchOption,
+    GlobOption,
+    err_console,
+    globs,
+    out_console,
+    parse_k,
+)
 from spanchor_core.pipeline import NoiseOutcome, run_noise
 from spanchor_core.policy import check_policy_target, load_policy, with_noise, write_policy
 from spanchor_core.render.text import escape_control
@@ -95,13 +102,7 @@ def noise_command(
             "Off by default: the floor widens every per-query tolerance too.",
         ),
     ] = False,
-    allow_mismatch: Annotated[
-        bool,
-        typer.Option(
-            "--allow-mismatch",
-            help="Score run files recorded against another corpus or gold-set version.",
-        ),
-    ] = False,
+    allow_mismatch: AllowMismatchOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
     jobs: Annotated[
         int,
