@@ -265,7 +265,7 @@ def _quickstart_jsonl(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_sharded_gate_keeps_no_document_text_on_the_driver(tmp_path: Path) -> None:
     from spanchor_core.distributed import ray_engine
-    from spanchor_core.pipeline import _gate_corpus
+    from spanchor_core.pipeline.gate import _gate_corpus
     from spanchor_core.settings import GateConfig
 
     quickstart, corpus_file = _quickstart_jsonl(tmp_path)

@@ -105,16 +105,16 @@ def test_a_killed_worker_is_an_error_not_a_partial_answer() -> None:
 def test_a_killed_side_fails_the_gate_with_exit_2(
     quickstart: Case, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import spanchor_core.pipeline as pipeline
+    import spanchor_core.pipeline.sides as sides
 
     parent = os.getpid()
-    real = pipeline._score_side
+    real = sides._score_side
 
     def dying(*args: object, **kwargs: object) -> object:
         _killed_in_a_worker(parent)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pipeline, "_score_side", dying)
+    monkeypatch.setattr(sides, "_score_side", dying)
     config = str(quickstart.docs.parent / "spanchor.toml")
     line = _one_line_error(["gate", "--config", config, "--jobs", "2"], capsys)
     assert "worker process ended" in line

@@ -133,7 +133,7 @@ def test_gate_with_spawned_workers_is_the_same(
     quickstart: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     one = _gate_bytes(quickstart, 1, tmp_path / "1.json")
-    monkeypatch.setattr("spanchor_core.pipeline.default_start_method", lambda: "spawn")
+    monkeypatch.setattr("spanchor_core.pipeline.sides.default_start_method", lambda: "spawn")
     monkeypatch.setattr("spanchor_core.parallel.pool.default_start_method", lambda: "spawn")
     assert _gate_bytes(quickstart, 2, tmp_path / "2.json") == one
 

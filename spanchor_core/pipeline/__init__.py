@@ -1,0 +1,46 @@
+"""The one pipeline from paths to a verdict: inputs -> evaluations -> comparison -> exit code.
+
+``spanchor evaluate`` calls :func:`run_evaluation`, ``spanchor compare`` and ``spanchor gate``
+call :func:`run_gate`, and the pytest plugin calls :func:`load_pair` / :func:`load_side`, so a
+file is recognised, a run is checked and scored, and an exit code is decided in one place. Either
+side of a comparison may be an :class:`Evaluation`, a :class:`Run`, or a path to an evaluation
+file (ours or spanchor 0.x's) or to a run file, which is then scored against the documents and
+the gold set. A file's kind is read from its parsed ``kind`` (:func:`file_kind`), never guessed
+from its bytes.
+"""
+
+from spanchor_core.compare import BAD_INPUT_FINDINGS
+from spanchor_core.pipeline.evaluation import EvaluationOutcome, GoldHashPolicy, run_evaluation
+from spanchor_core.pipeline.gate import GateOutcome, engine_corpus, policy_with_drops, run_gate
+from spanchor_core.pipeline.noise import NoiseOutcome, run_noise
+from spanchor_core.pipeline.sides import (
+    EvaluationSource,
+    SideProgress,
+    file_kind,
+    load_pair,
+    load_side,
+    load_sides,
+    open_run,
+    score_run,
+)
+
+__all__ = [
+    "BAD_INPUT_FINDINGS",
+    "EvaluationOutcome",
+    "EvaluationSource",
+    "GateOutcome",
+    "GoldHashPolicy",
+    "NoiseOutcome",
+    "SideProgress",
+    "engine_corpus",
+    "file_kind",
+    "load_pair",
+    "load_side",
+    "load_sides",
+    "open_run",
+    "policy_with_drops",
+    "run_evaluation",
+    "run_gate",
+    "run_noise",
+    "score_run",
+]
