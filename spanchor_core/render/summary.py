@@ -59,7 +59,8 @@ def comparison_summary_lines(comparison: Comparison) -> list[str]:
             text += f", p = {row.p_value:.3g}"
         lines.append(text + ")")
     if comparison.diagnosis is not None:  # why, when the comparison was diagnosed
-        lines.append(f"why: {escape_control(comparison.diagnosis.summary.line())}")
+        if comparison.diagnosis.summary.regressed:  # "why: 0 regressed" explains nothing
+            lines.append(f"why: {escape_control(comparison.diagnosis.summary.line())}")
         lines += [escape_control(split.line()) for split in comparison.diagnosis.splits]
     return lines
 

@@ -132,6 +132,23 @@ def test_summary_lines_end_with_why_and_the_split() -> None:
     )
 
 
+def test_a_diagnosed_pass_prints_no_why_line_but_keeps_the_split() -> None:
+    from tests.diagnosis.cases import BASELINE_CHUNKS, with_diagnosis
+
+    same = with_diagnosis(
+        compare(BASELINE, BASELINE, POLICY),
+        BASELINE,
+        BASELINE,
+        baseline_chunks=BASELINE_CHUNKS,
+        candidate_chunks=BASELINE_CHUNKS,
+    )
+    assert same.diagnosis is not None
+    assert same.diagnosis.summary.regressed == 0
+    lines = comparison_summary_lines(same)
+    assert not any(line.startswith("why") for line in lines)  # "why: 0 regressed" was printed
+    assert any(line.startswith("recall@1 ") for line in lines)  # the split still shows
+
+
 def test_terminal_lines_count_the_causes_left_out() -> None:
     from spanchor_core.render.terminal import diagnosis_lines
 
