@@ -133,7 +133,8 @@ def test_summary_lines_end_with_why_and_the_split() -> None:
 
 
 def test_a_diagnosed_pass_prints_no_why_line_but_keeps_the_split() -> None:
-    from tests.diagnosis.cases import BASELINE_CHUNKS, with_diagnosis
+    from spanchor_core.diagnosis import with_diagnosis
+    from tests.diagnosis.cases import BASELINE_CHUNKS
 
     same = with_diagnosis(
         compare(BASELINE, BASELINE, POLICY),
