@@ -23,6 +23,7 @@ Everything here is pure.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -253,6 +254,11 @@ class MetricSplit:
 
     metric: str
     queries: tuple[QuerySplit, ...]
+    depth: int | None = None
+    """When the runs hold fewer results per query than the metric's K: the most any query
+    holds. The oracle at K may use K chunks, which such runs can never reach, so their
+    "ranking" share is partly the depth they were recorded at (:meth:`line` says so). Known
+    when the split is computed; not kept in comparison files."""
 
     @property
     def n(self) -> int:
@@ -294,11 +300,17 @@ class MetricSplit:
         if not self.queries:
             return f"{self.metric}: no queries to split"
         d = digits
-        return (
+        text = (
             f"{self.metric} {self.delta:+.{d}f}: {self.chunking:+.{d}f} chunking "
             f"(oracle {self.oracle_baseline:.{d}f} → {self.oracle_candidate:.{d}f}), "
             f"{self.ranking:+.{d}f} ranking"
         )
+        if self.depth is not None:
+            text += (
+                f" (the runs hold at most {self.depth} results per query, fewer than the "
+                f"oracle's K: part of 'ranking' is that depth)"
+            )
+        return text
 
     def to_json(self) -> dict[str, Any]:
         def number(value: float) -> float | None:
@@ -393,10 +405,17 @@ def chunking_split(
         gold = candidate.queries[qid].gold or baseline.queries[qid].gold
         oracle_before[qid] = oracle_recall(gold, baseline_chunks, k).recall
         oracle_after[qid] = oracle_recall(gold, candidate_chunks, k).recall
-    return split_change(
+    split = split_change(
         oracle_before,
         oracle_after,
         {qid: baseline.queries[qid].metrics[metric] for qid in ids},
         {qid: candidate.queries[qid].metrics[metric] for qid in ids},
         metric=metric,
     )
+    deepest = max(
+        (side.queries[qid].mapping.total for side in (baseline, candidate) for qid in ids),
+        default=None,
+    )
+    if deepest is not None and deepest < k:
+        return dataclasses.replace(split, depth=deepest)
+    return split

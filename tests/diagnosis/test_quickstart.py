@@ -216,10 +216,17 @@ def _expected_split(
     oracle_after = mean(_brute_force_oracle(gold, chunks[1], k))
     delta = mean({q: after[q][metric] for q in ids}) - mean({q: before[q][metric] for q in ids})
     chunking = oracle_after - oracle_before
-    return (
+    line = (
         f"{metric} {delta:+.2f}: {chunking:+.2f} chunking "
         f"(oracle {oracle_before:.2f} → {oracle_after:.2f}), {delta - chunking:+.2f} ranking"
     )
+    deepest = max(len(side[q].results) for side in (before, after) for q in ids)
+    if deepest < k:  # top-5 runs scored at K = 10: the oracle's 10 chunks are out of reach
+        line += (
+            f" (the runs hold at most {deepest} results per query, fewer than the oracle's K: "
+            "part of 'ranking' is that depth)"
+        )
+    return line
 
 
 def test_the_gate_prints_the_split_the_inventories_imply(
