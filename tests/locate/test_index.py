@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.documents import CorpusTexts
-from spanchor_core.locate.hashing import KgramHasher, minimizer_mask
+from spanchor_core.locate.hashing import SENTINEL, KgramHasher, minimizer_mask
 from spanchor_core.locate.index import IndexBuilder, MinimizerIndex, index_documents
 from spanchor_core.locate.normalised_view import CHECKPOINT, build_normalised_view
 from spanchor_core.locate.text import code_points, fold, normalise
@@ -50,14 +50,14 @@ def _entries(index: MinimizerIndex) -> list[tuple[int, int]]:
 
 
 def _alone(text: str, start: int, hasher: KgramHasher, window: int, pos_bits: int) -> set[Any]:
-    """The entries one document would have indexed on its own, moved to ``start``."""
-    if len(text) < hasher.k + window - 1:
+    """The entries one document would have on its own, between ``window - 1`` never-minimal
+    k-grams on each side (so its edges are sampled like its middle), moved to ``start``."""
+    if len(text) < hasher.k:
         return set()
     h = hasher.kgrams(code_points(text))
-    return {
-        (int(h[p]) >> pos_bits, p + start)
-        for p in np.flatnonzero(minimizer_mask(h, window)).tolist()
-    }
+    pad = np.full(window - 1, SENTINEL, dtype=np.uint64)
+    mask = minimizer_mask(np.concatenate([pad, h, pad]), window)[window - 1 : window - 1 + len(h)]
+    return {(int(h[p]) >> pos_bits, p + start) for p in np.flatnonzero(mask).tolist()}
 
 
 @settings(deadline=None, max_examples=300)
@@ -69,7 +69,8 @@ def test_each_document_indexes_exactly_what_it_would_alone(
     docs: list[str], cuts: list[int]
 ) -> None:
     # no k-gram and no window across a document boundary, however the blocks are cut: the
-    # index is the union of the documents' own minimizers (empty and short documents too)
+    # index is the union of the documents' own minimizers (empty and short documents too),
+    # their first and last k-grams as densely sampled as the rest
     hasher, window = KgramHasher(4), 3
     documents = CorpusTexts(Corpus.from_texts({f"d{i}": t for i, t in enumerate(docs)}))
     text = "".join(documents.texts)
