@@ -59,8 +59,9 @@ __all__ = [
 
 CACHE_ENV: Final = "SPANCHOR_INDEX_CACHE"
 """Environment variable naming the cache directory."""
-STORE_FORMAT: Final = 1
-"""Bumped whenever the files of an entry change meaning."""
+STORE_FORMAT: Final = 2
+"""Bumped whenever the files of an entry change meaning (2: no minimizer window crosses a
+document boundary; entries of format 1 are never read)."""
 CACHE_MIN_CHARS: Final = 1_000_000
 """The pipeline caches the index of corpora from this size on (:func:`pipeline_locator`)."""
 _META: Final = "meta.json"
@@ -180,7 +181,11 @@ def load_indexes(
     """The stored indexes of ``corpus``, memory-mapped; None when there is no usable entry."""
     directory = root / entry_key(corpus.fingerprint, kgram, window)
     meta = _read_meta(directory)
-    if meta is None or meta.get("fingerprint") != corpus.fingerprint:
+    if (
+        meta is None
+        or meta.get("fingerprint") != corpus.fingerprint
+        or meta.get("schema_version") != STORE_FORMAT
+    ):
         return None
     try:
         exact = MinimizerIndex(_load(directory, "exact"), int(meta["pos_bits"]))

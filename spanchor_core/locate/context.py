@@ -12,11 +12,10 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.locate.candidates import MinimizerSearch
 from spanchor_core.locate.documents import CorpusTexts
 from spanchor_core.locate.hashing import KgramHasher
-from spanchor_core.locate.index import IndexBuilder, MinimizerIndex
+from spanchor_core.locate.index import MinimizerIndex, index_documents
 from spanchor_core.locate.normalised_view import NormalisedView, build_normalised_view
 from spanchor_core.locate.scan import CorpusScanner
 from spanchor_core.locate.settings import LocatorSettings
-from spanchor_core.locate.text import code_points
 
 __all__ = ["SearchContext"]
 
@@ -38,10 +37,7 @@ class SearchContext:
         """The minimizer index of the canonical texts (built on first call)."""
         with self._lock:
             if self._exact is None:
-                builder = IndexBuilder(self.hasher, self.settings.window, self.documents.total)
-                for _, block in self.documents.blocks():
-                    builder.feed(code_points(block))
-                self._exact = builder.finish()
+                self._exact = index_documents(self.documents, self.hasher, self.settings.window)
             return self._exact
 
     def normalised_view(self) -> NormalisedView:

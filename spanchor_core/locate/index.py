@@ -1,8 +1,15 @@
-"""The minimizer index of one long virtual text: :class:`MinimizerIndex` and its builder.
+"""The minimizer index of the documents laid end to end: :class:`MinimizerIndex`, its builder.
 
 Every entry packs a minimizer's hash and its position into one sorted ``uint64``, so a
 lookup is two binary searches; :class:`IndexBuilder` streams the text in blocks so that no
 array outgrows a block, however large the corpus.
+
+Positions address the virtual text (the documents end to end), but no k-gram and no window
+crosses a document boundary: a document's entries are a function of its own text alone.
+So the index of any subset of the documents (a shard) is exactly this index restricted to
+those documents, positions shifted — what makes a sharded search equal one process's
+(:mod:`.reduce`). A text inside one document loses nothing by it: each of its full windows
+is a window of that document.
 """
 
 from __future__ import annotations
@@ -10,9 +17,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from spanchor_core.locate.hashing import I64, U64, KgramHasher, minimizer_mask
+from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.hashing import I64, SENTINEL, U64, KgramHasher, minimizer_mask
+from spanchor_core.locate.text import code_points
 
-__all__ = ["IndexBuilder", "MinimizerIndex"]
+__all__ = ["IndexBuilder", "MinimizerIndex", "index_documents"]
 
 
 class MinimizerIndex:
@@ -72,7 +81,14 @@ class IndexBuilder:
     """Streams code-point blocks of one long virtual text and collects its minimizers.
 
     Consecutive blocks overlap by ``window + k - 2`` code points, so every window is
-    evaluated exactly once however the text is cut into blocks.
+    evaluated in some block however the text is cut into blocks (a position two blocks pick
+    is kept once). Each block comes with the positions where a document starts in it. The
+    windows are those of each document on its own, as if every document stood between runs
+    of ``window - 1`` k-grams that are never a minimum (``SENTINEL``): a k-gram that runs
+    across a boundary is one of them, and more are laid between the documents (never into
+    the positions). So a window never holds k-grams of two documents, and the windows at a
+    document's edges, which reach into that padding, pick its first and last k-grams as
+    densely as its middle ones — whatever its neighbours are.
     """
 
     def __init__(self, hasher: KgramHasher, window: int, total: int) -> None:
@@ -83,27 +99,87 @@ class IndexBuilder:
         self._shift = np.uint64(self.pos_bits)
         self._carry = np.zeros(0, dtype=np.uint32)
         self._carry_start = 0
-        self._last = -1
+        self._bounds = np.zeros(0, dtype=np.int64)  # document starts not yet behind the carry
         self._packed: list[U64] = []
 
-    def feed(self, codes: npt.NDArray[np.uint32]) -> None:
+    def feed(self, codes: npt.NDArray[np.uint32], *, starts: npt.ArrayLike) -> None:
+        """Add the next block; ``starts``: the positions (in the virtual text) where the
+        documents beginning in this block begin (earlier or repeated ones are harmless)."""
         data = np.concatenate([self._carry, codes]) if len(self._carry) else codes
         start = self._carry_start
+        bounds = np.concatenate([self._bounds, np.asarray(starts, dtype=np.int64)])
         if len(data) >= self.overlap + 1:
-            h = self.hasher.kgrams(data)
-            picked = np.flatnonzero(minimizer_mask(h, self.window))
-            pos = picked.astype(np.int64) + start
-            fresh = pos > self._last
-            if fresh.any():
-                keys = (h[picked[fresh]] >> self._shift) << self._shift
-                self._packed.append(keys | pos[fresh].astype(np.uint64))
-                self._last = int(pos[fresh][-1])
+            self._collect(data, start, bounds, last=False)
         keep = min(len(data), self.overlap)
         self._carry = data[len(data) - keep :].copy()
         self._carry_start = start + len(data) - keep
+        # a boundary at or before the carry's start crosses no k-gram still to be hashed
+        self._bounds = bounds[bounds > self._carry_start]
+
+    def _collect(
+        self, data: npt.NDArray[np.uint32], start: int, bounds: I64, *, last: bool
+    ) -> None:
+        """The minimizers of the full windows of ``data`` (at virtual ``start``), padded."""
+        k, w = self.hasher.k, self.window
+        if len(data) < k:
+            return
+        h = self.hasher.kgrams(data)
+        rel = bounds - start
+        rel = rel[(rel > 0) & (rel < len(h) + k - 1)]
+        _cut_at_boundaries(h, rel, k)
+        # the k - 1 k-grams across a boundary are padding already; the rest goes before the
+        # next document's first k-gram (a boundary at this block's own start was padded by
+        # the block before, which also holds the windows that reach into that padding)
+        pads = [np.repeat(rel[rel <= len(h)], max(0, w - k))]
+        if start == 0:  # before the first document
+            pads.append(np.zeros(w - 1, dtype=np.int64))
+        if last:  # after the last one
+            pads.append(np.full(w - 1, len(h), dtype=np.int64))
+        at = np.concatenate(pads)
+        if len(at):
+            real = np.insert(np.ones(len(h), dtype=np.bool_), at, False)
+            mask = minimizer_mask(np.insert(h, at, SENTINEL), w)[real]
+        elif len(h) >= w:
+            mask = minimizer_mask(h, w)
+        else:
+            return
+        picked = np.flatnonzero(mask)
+        if len(picked):
+            keys = (h[picked] >> self._shift) << self._shift
+            self._packed.append(keys | (picked.astype(np.int64) + start).astype(np.uint64))
 
     def finish(self) -> MinimizerIndex:
+        if len(self._carry):  # the windows that reach past the last document's end
+            self._collect(self._carry, self._carry_start, self._bounds, last=True)
+            self._carry = self._carry[:0]
         packed = np.concatenate(self._packed) if self._packed else np.zeros(0, np.uint64)
         self._packed.clear()
         packed.sort()
+        if len(packed) > 1:  # the overlap of two blocks may pick a position twice
+            fresh = np.ones(len(packed), dtype=np.bool_)
+            np.not_equal(packed[1:], packed[:-1], out=fresh[1:])
+            if not fresh.all():
+                packed = packed[fresh]
         return MinimizerIndex(packed, self.pos_bits)
+
+
+def _cut_at_boundaries(h: U64, bounds: I64, k: int) -> None:
+    """Set to ``SENTINEL`` the hash of every k-gram of ``h`` that runs across a boundary: the
+    k-gram at ``i`` crosses ``b`` when ``i < b < i + k`` (``bounds`` relative to ``h``, each
+    with ``0 < b < len(h) + k - 1``)."""
+    if not len(bounds):
+        return
+    marks = np.zeros(len(h) + 1, dtype=np.int64)
+    np.add.at(marks, np.maximum(bounds - k + 1, 0), 1)
+    np.add.at(marks, np.minimum(bounds, len(h)), -1)
+    h[np.cumsum(marks[:-1]) > 0] = SENTINEL
+
+
+def index_documents(documents: CorpusTexts, hasher: KgramHasher, window: int) -> MinimizerIndex:
+    """The minimizer index of the documents' canonical texts (windows inside documents)."""
+    builder = IndexBuilder(hasher, window, documents.total)
+    starts = documents.starts
+    for offset, block in documents.blocks():
+        lo, hi = np.searchsorted(starts, [offset, offset + len(block)], side="left")
+        builder.feed(code_points(block), starts=starts[lo:hi])
+    return builder.finish()

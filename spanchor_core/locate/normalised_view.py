@@ -73,10 +73,14 @@ def build_normalised_view(
     # document-local offsets: 32 bits suffice unless one document passes 2 G characters
     narrow = np.int32 if int(lengths.max(initial=0)) < 2**31 else np.int64
     ends = documents.ends
+    fed = 0  # normalised characters before this block
     for offset, block in documents.blocks():
         codes = code_points(fold(block))
         kept = np.flatnonzero(non_space_mask(codes))  # block offsets of the kept characters
-        builder.feed(codes[kept])
+        # the normalised starts of the documents starting here: no window crosses them
+        lo, hi = np.searchsorted(starts, [offset, offset + len(block)], side="left")
+        builder.feed(codes[kept], starts=fed + np.searchsorted(kept, starts[lo:hi] - offset))
+        fed += len(kept)
         if not len(kept):
             continue
         _checkpoints(kept, offset, ends, starts, norm_lengths, checkpoints, narrow)

@@ -20,14 +20,13 @@ The driver holds no document text: only the ids and lengths of all documents (a
 
 Why the answer equals one process's: every step a shard takes depends on its own documents
 only, and every step that compares documents (the stage reached, the candidates' order, the
-tie-breaks, the vote threshold, the best score) runs on the driver over the union. One
-caveat, stated where it arises: the minimizer index is built over the documents laid end to
-end, so which positions within ``kgram + window`` characters of a document's start or end are
-indexed depends on its neighbours; in a shard the neighbours differ, which can change a fuzzy
-vote count or, for an altered text that barely reaches into a document's edge, whether it
-gets a vote at all (1 of 18,000 random results in a stress test aimed at document edges was
-``FUZZY`` in one process and ``UNMAPPED`` sharded). Exact and normalised results cannot
-change: they confirm every candidate, and scan where the index cannot tell.
+tie-breaks, the vote threshold, the best score) runs on the driver over the union. The
+indexes qualify as "its own documents only" by construction: no k-gram and no minimizer
+window crosses a document boundary (:mod:`.index`), so a shard's exact index and normalised
+view are the whole corpus's restricted to its documents — the same entries, the same hashes,
+so the same counts summed over the shards (while the corpus has under 2**32 characters:
+beyond, one process keeps fewer hash bits than a shard and the counts of colliding hashes
+may differ).
 
 Shard side: the ``shard_*`` functions, called on a :class:`Locator` over one shard's
 documents. Driver side: :func:`locate_on_shards`, given a ``Broadcast`` that calls a

@@ -19,6 +19,7 @@ from spanchor_core.index_store import (
     load_indexes,
     persistent_locator,
 )
+from spanchor_core.index_store.store import STORE_FORMAT
 from spanchor_core.locate import LocateRequest, Locator
 
 QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
@@ -77,6 +78,18 @@ def test_a_damaged_entry_is_rebuilt(tmp_path: Path) -> None:
     located = persistent_locator(corpus, tmp_path).locate("to index some text")
     assert located.document_id == "a"
     assert load_indexes(corpus, tmp_path, kgram=20, window=48) is not None
+
+
+def test_an_entry_of_another_format_is_not_read(tmp_path: Path) -> None:
+    # format 1 indexed windows across document edges: such an entry must be rebuilt, not used
+    corpus = Corpus.from_texts({"a": "some text to index " * 30, "b": "other words here " * 30})
+    persistent_locator(corpus, tmp_path)
+    [entry] = index_entries(tmp_path)
+    meta = json.loads((entry.path / "meta.json").read_text(encoding="utf-8"))
+    assert meta["schema_version"] == STORE_FORMAT == 2
+    (entry.path / "meta.json").write_text(json.dumps({**meta, "schema_version": 1}))
+    assert load_indexes(corpus, tmp_path, kgram=20, window=48) is None
+    assert entry_key(corpus.fingerprint, 20, 48) == entry.key  # the format is part of the key
 
 
 def test_concurrent_builders_publish_one_whole_entry(tmp_path: Path) -> None:

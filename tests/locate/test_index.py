@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -10,8 +11,8 @@ from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.documents import CorpusTexts
-from spanchor_core.locate.hashing import KgramHasher
-from spanchor_core.locate.index import IndexBuilder
+from spanchor_core.locate.hashing import SENTINEL, KgramHasher, minimizer_mask
+from spanchor_core.locate.index import IndexBuilder, MinimizerIndex, index_documents
 from spanchor_core.locate.normalised_view import CHECKPOINT, build_normalised_view
 from spanchor_core.locate.text import code_points, fold, normalise
 
@@ -31,12 +32,99 @@ def test_index_does_not_depend_on_where_the_text_is_cut_into_blocks(
 ) -> None:
     hasher = KgramHasher(5)
     whole = IndexBuilder(hasher, 4, len(text))
-    whole.feed(code_points(text))
+    whole.feed(code_points(text), starts=[])
     pieces = IndexBuilder(hasher, 4, len(text))
     bounds = [0, *sorted(min(c, len(text)) for c in cuts), len(text)]
     for lo, hi in itertools.pairwise(bounds):
-        pieces.feed(code_points(text[lo:hi]))
+        pieces.feed(code_points(text[lo:hi]), starts=[])
     assert np.array_equal(whole.finish().packed, pieces.finish().packed)
+
+
+_doc = st.text(alphabet=st.sampled_from("abcAB \nİé"), max_size=40)
+
+
+def _entries(index: MinimizerIndex) -> list[tuple[int, int]]:
+    """``(hash part, position)`` of every entry."""
+    low = (1 << index.pos_bits) - 1
+    return sorted((int(v) >> index.pos_bits, int(v) & low) for v in index.packed)
+
+
+def _alone(text: str, start: int, hasher: KgramHasher, window: int, pos_bits: int) -> set[Any]:
+    """The entries one document would have on its own, between ``window - 1`` never-minimal
+    k-grams on each side (so its edges are sampled like its middle), moved to ``start``."""
+    if len(text) < hasher.k:
+        return set()
+    h = hasher.kgrams(code_points(text))
+    pad = np.full(window - 1, SENTINEL, dtype=np.uint64)
+    mask = minimizer_mask(np.concatenate([pad, h, pad]), window)[window - 1 : window - 1 + len(h)]
+    return {(int(h[p]) >> pos_bits, p + start) for p in np.flatnonzero(mask).tolist()}
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    docs=st.lists(_doc, min_size=1, max_size=8),
+    cuts=st.lists(st.integers(0, 320), max_size=5),
+)
+def test_each_document_indexes_exactly_what_it_would_alone(
+    docs: list[str], cuts: list[int]
+) -> None:
+    # no k-gram and no window across a document boundary, however the blocks are cut: the
+    # index is the union of the documents' own minimizers (empty and short documents too),
+    # their first and last k-grams as densely sampled as the rest
+    hasher, window = KgramHasher(4), 3
+    documents = CorpusTexts(Corpus.from_texts({f"d{i}": t for i, t in enumerate(docs)}))
+    text = "".join(documents.texts)
+    builder = IndexBuilder(hasher, window, len(text))
+    bounds = [0, *sorted(min(c, len(text)) for c in cuts), len(text)]
+    for lo, hi in itertools.pairwise(bounds):
+        inside = documents.starts[(documents.starts >= lo) & (documents.starts < hi)]
+        builder.feed(code_points(text[lo:hi]), starts=inside)
+    index = builder.finish()
+    expected: set[Any] = set()
+    for t, s in zip(documents.texts, documents.starts.tolist(), strict=True):
+        expected |= _alone(t, s, hasher, window, index.pos_bits)
+    assert set(_entries(index)) == expected
+    assert len(_entries(index)) == len(expected)
+    whole = index_documents(documents, hasher, window)
+    assert np.array_equal(whole.packed, index.packed)
+
+
+def _restricted(index: MinimizerIndex, starts: Any, lengths: Any, keep: list[int]) -> set[Any]:
+    """The entries of documents ``keep``, as ``(hash part, document, local position)``."""
+    out = set()
+    for hashed, pos in _entries(index):
+        doc = int(np.searchsorted(starts, pos, side="right")) - 1
+        while lengths[doc] == 0:  # an empty document shares its start with the next one
+            doc += 1
+        if doc in keep:
+            out.add((hashed, doc, pos - int(starts[doc])))
+    return out
+
+
+@settings(deadline=None, max_examples=200)
+@given(docs=st.lists(_doc, min_size=2, max_size=8), data=st.data())
+def test_a_shard_index_is_the_whole_index_restricted_to_its_documents(
+    docs: list[str], data: st.DataObject
+) -> None:
+    # the premise of sharded == one process: exact index and normalised view alike
+    hasher, window = KgramHasher(4), 3
+    texts = {f"d{i}": t for i, t in enumerate(docs)}
+    part = data.draw(st.sets(st.sampled_from(sorted(texts)), min_size=1))
+    whole = CorpusTexts(Corpus.from_texts(texts))
+    shard = CorpusTexts(Corpus.from_texts({d: texts[d] for d in part}))
+    numbers = [whole.number[d] for d in shard.ids]  # shard document n is whole document numbers[n]
+    pairs = [
+        (index_documents(whole, hasher, window), whole.starts, whole.lengths),
+        (index_documents(shard, hasher, window), shard.starts, shard.lengths),
+    ]
+    views = [build_normalised_view(c, hasher, window) for c in (whole, shard)]
+    pairs += [(v.index, v.starts, v.lengths) for v in views]
+    for (full, f_starts, f_len), (sub, s_starts, s_len) in (pairs[:2], pairs[2:]):
+        mine = {
+            (h, numbers[d], p)
+            for h, d, p in _restricted(sub, s_starts, s_len, list(range(len(numbers))))
+        }
+        assert _restricted(full, f_starts, f_len, numbers) == mine
 
 
 @settings(deadline=None)
