@@ -27,7 +27,14 @@ from spanchor_core.evaluate.file_queries import (
     _Builder,
     _is_score,
 )
-from spanchor_core.evaluate.model import QueryEvaluation, QueryStatus, QueryTable
+from spanchor_core.evaluate.model import (
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    QueryStatus,
+    QueryTable,
+)
+from spanchor_core.spans import DocSpan
 
 _SPAN_ORDER: Final = ("document_id", "start", "end")
 _SPAN_TYPES: Final = (str, int, int)
@@ -271,20 +278,26 @@ class _Columns:
         return self.table
 
     def _build(self, row: int) -> QueryEvaluation:
+        """The query at ``row``: one built at once as it is, any other from its text, which
+        was checked when read to hold members in our writer's order and of its types (the
+        same objects as :meth:`_Builder.parts` makes, without its checks)."""
         query = self.eager.get(row)
         if query is not None:
             return query
-        part = orjson.loads(b"{" + self.tails[row])
-        parts = self.builder.parts(part["gold"], part["mapping"], part["results"])
-        if parts is None or self.table is None:  # checked when read: cannot happen
-            raise RuntimeError(f"query {self.ids[row]!r} no longer builds")
-        spans, located, mapping, _ = parts
+        if self.table is None:  # pragma: no cover - the table is what calls this
+            raise RuntimeError("the queries are not stored yet")
+        gold, mapping, results = orjson.loads(b"{" + self.tails[row]).values()
+        counts, hint_rejected, _, _ = mapping.values()
+        key = (tuple(counts), tuple(counts.values()), hint_rejected)
+        stats = self.builder.stats.get(key)
+        if stats is None:
+            stats = self.builder.stats[key] = MappingStats(counts, hint_rejected)
         return QueryEvaluation(
             self.ids[row],
             self.table.row(row),
             self.statuses[row],
-            spans,
-            located,
-            mapping,
+            tuple(DocSpan(*span.values()) for span in gold),
+            tuple(LocatedResult(*result.values()) for result in results),
+            stats,
             self.errors[row],
         )
