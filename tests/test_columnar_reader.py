@@ -18,11 +18,11 @@ from spanchor_core.evaluate import (
     MappingStats,
     QueryEvaluation,
     QueryStatus,
+    file_read,
     read_evaluation,
     write_evaluation,
 )
 from spanchor_core.evaluate import file as evaluation_file
-from spanchor_core.evaluate import file_read
 from spanchor_core.evaluate.file_models import EvaluationFile
 from spanchor_core.evaluate.model import MetricRow, QueryTable, TraceSummary
 from spanchor_core.spans import DocSpan
@@ -96,7 +96,8 @@ def test_plain_lines_are_read_by_column_as_the_strict_path_reads_them(
         assert isinstance(query.metrics, MetricRow)
         assert type(query["mrr"]) is float
         assert query.metrics == dict(query.metrics)
-        assert "mrr" in query.metrics and "nope" not in query.metrics
+        assert "mrr" in query.metrics
+        assert "nope" not in query.metrics
         with pytest.raises(KeyError, match="no metric 'nope'"):
             query["nope"]
 
