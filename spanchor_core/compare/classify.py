@@ -52,6 +52,7 @@ The rules, in the order they are applied:
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import math
 from collections import Counter
@@ -332,17 +333,23 @@ def compare(
             regress[j] = -improvement > policy.max_drop[name] + noise
             improve[j] = improvement > 0.0
 
-    rows = _rows(
-        common,
-        metrics,
-        base_values,
-        cand_values,
-        query_deltas,
-        regress,
-        improve,
-        per_query,
-        set(policy.flaky_queries),
-    )
+    collecting = gc.isenabled()
+    gc.disable()  # one or more rows per query, none cyclic: no collection passes over them
+    try:
+        rows = _rows(
+            common,
+            metrics,
+            base_values,
+            cand_values,
+            query_deltas,
+            regress,
+            improve,
+            per_query,
+            set(policy.flaky_queries),
+        )
+    finally:
+        if collecting:
+            gc.enable()
 
     findings.extend(_regression_findings(rows))
 

@@ -421,6 +421,36 @@ def _number(value: float) -> str:
     return repr(number)
 
 
+_STATUS_TEXT = {status: _string(status.value) for status in ChangeStatus}
+_NAME_TEXT: dict[str, str] = {}
+"""Metric names -> their JSON text (the same few on every query)."""
+_float_repr = float.__repr__
+
+
+def _float_text(value: float) -> str:
+    """:func:`_number`, with one ``type`` check for the usual finite float."""
+    if type(value) is float and value - value == 0.0:  # finite (inf - inf and nan are nan)
+        return _float_repr(value)
+    return _number(value)
+
+
+def _change_text(change: MetricChange) -> str:
+    name = _NAME_TEXT.get(change.metric)
+    if name is None:
+        name = _string(change.metric)
+        if len(_NAME_TEXT) < 1024:
+            _NAME_TEXT[change.metric] = name
+    status = change.status
+    return (
+        f"{name}: {{\n"
+        f'          "baseline": {_float_text(change.baseline)},\n'
+        f'          "candidate": {_float_text(change.candidate)},\n'
+        f'          "delta": {_float_text(change.delta)},\n'
+        f'          "status": {"null" if status is None else _STATUS_TEXT[status]}\n'
+        "        }"
+    )
+
+
 def _query_text(row: QueryChange) -> str:
     """One query as ``json.dumps(..., indent=2)`` writes it inside ``"queries"`` (depth 2).
 
@@ -435,18 +465,13 @@ def _query_text(row: QueryChange) -> str:
         )
     else:
         regressed = "[]"
-    if row.changes:
+    changes = row.changes
+    if len(changes) == 1:
+        metrics = "{\n        " + _change_text(changes[0]) + "\n      }"
+    elif changes:
         metrics = (
             "{\n        "
-            + ",\n        ".join(
-                f"{_string(c.metric)}: {{\n"
-                f'          "baseline": {_number(c.baseline)},\n'
-                f'          "candidate": {_number(c.candidate)},\n'
-                f'          "delta": {_number(c.delta)},\n'
-                f'          "status": {"null" if c.status is None else _string(c.status.value)}\n'
-                "        }"
-                for c in {c.metric: c for c in row.changes}.values()
-            )
+            + ",\n        ".join(map(_change_text, {c.metric: c for c in changes}.values()))
             + "\n      }"
         )
     else:
@@ -454,7 +479,7 @@ def _query_text(row: QueryChange) -> str:
     return (
         "{\n"
         f'      "query_id": {_string(row.query_id)},\n'
-        f'      "status": {_string(ChangeStatus(row.status).value)},\n'
+        f'      "status": {_STATUS_TEXT[row.status]},\n'
         f'      "flaky": {"true" if row.flaky else "false"},\n'
         f'      "regressed": {regressed},\n'
         f'      "metrics": {metrics}\n'

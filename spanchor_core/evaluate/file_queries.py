@@ -218,35 +218,15 @@ class _Builder:
             known = self.strings[text] = (text, text.count(":"))
         return known
 
-    def add(self, q: Any) -> int | None:
-        """Build one parsed query; its members' count (nested ones included), or ``None``."""
-        if type(q) is not dict:
+    def parts(
+        self, gold: Any, mapping: Any, results: Any
+    ) -> tuple[tuple[DocSpan, ...], tuple[LocatedResult, ...], MappingStats, int] | None:
+        """The gold spans, located results and mapping of one query, and their members'
+        count (nested ones and the ``:`` inside document ids included), or ``None``."""
+        stats = self._mapping(mapping)
+        if stats is None or type(gold) is not list or type(results) is not list:
             return None
-        keys = tuple(q)
-        if keys != _QUERY_ORDER and (
-            not _QUERY_KEYS.issuperset(keys) or not _QUERY_REQUIRED.issubset(keys)
-        ):
-            return None
-        query_id, status, error = q["query_id"], q["status"], q.get("error")
-        metrics, gold, results = q["metrics"], q["gold"], q["results"]
-        if (
-            type(query_id) is not str
-            or query_id in self.queries
-            or type(status) is not str
-            or status not in _STATUSES
-            or type(error) not in _STR_OR_NONE
-            or type(metrics) is not dict
-            or type(gold) is not list
-            or type(results) is not list
-        ):
-            return None
-        values = self._metrics(metrics)
-        mapping = self._mapping(q["mapping"])
-        if values is None or mapping is None:
-            return None
-        # members, plus the ``:`` inside the strings that often hold one (ids)
-        pairs = len(keys) + self.known_cost + len(q["mapping"]) + len(mapping.counts)
-        pairs += query_id.count(":")
+        pairs = len(mapping) + len(stats.counts)
         shared = self.strings.get
         spans = []
         for span in gold:
@@ -285,6 +265,35 @@ class _Builder:
                 return None
             pairs += len(r)
             located.append(result)
+        return tuple(spans), tuple(located), stats, pairs
+
+    def build(self, q: Any) -> tuple[QueryEvaluation, int] | None:
+        """One parsed query built, and its members' count (nested ones included), or
+        ``None``; whether its id is new is for the caller to check."""
+        if type(q) is not dict:
+            return None
+        keys = tuple(q)
+        if keys != _QUERY_ORDER and (
+            not _QUERY_KEYS.issuperset(keys) or not _QUERY_REQUIRED.issubset(keys)
+        ):
+            return None
+        query_id, status, error = q["query_id"], q["status"], q.get("error")
+        metrics = q["metrics"]
+        if (
+            type(query_id) is not str
+            or type(status) is not str
+            or status not in _STATUSES
+            or type(error) not in _STR_OR_NONE
+            or type(metrics) is not dict
+        ):
+            return None
+        values = self._metrics(metrics)
+        parts = self.parts(q["gold"], q["mapping"], q["results"])
+        if values is None or parts is None:
+            return None
+        spans, located, mapping, pairs = parts
+        # members, plus the ``:`` inside the strings that often hold one (ids)
+        pairs += len(keys) + self.known_cost + query_id.count(":")
         traces: list[TraceSummary] = []
         raw_traces = q.get("traces", [])
         if type(raw_traces) is not list:
@@ -295,14 +304,16 @@ class _Builder:
                 return None
             pairs += len(t)
             traces.append(trace)
-        self.queries[query_id] = QueryEvaluation(
-            query_id,
-            values,
-            _STATUSES[status],
-            tuple(spans),
-            tuple(located),
-            mapping,
-            error,
-            tuple(traces),
+        query = QueryEvaluation(
+            query_id, values, _STATUSES[status], spans, located, mapping, error, tuple(traces)
         )
+        return query, pairs
+
+    def add(self, q: Any) -> int | None:
+        """Build one parsed query into :attr:`queries`; its members' count, or ``None``."""
+        built = self.build(q)
+        if built is None or built[0].query_id in self.queries:
+            return None
+        query, pairs = built
+        self.queries[query.query_id] = query
         return pairs

@@ -7,6 +7,7 @@ strict path."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -14,6 +15,7 @@ import orjson
 from pydantic import ValidationError
 
 from spanchor_core.errors import EvaluationFileError
+from spanchor_core.evaluate.file_columns import _Columns
 from spanchor_core.evaluate.file_models import (
     _CURRENT_FORMAT,
     EvaluationFile,
@@ -113,7 +115,7 @@ def _from_file(model: EvaluationFile) -> Evaluation:
     return _evaluation_of(model, queries)
 
 
-def _evaluation_of(model: EvaluationFile, queries: dict[str, QueryEvaluation]) -> Evaluation:
+def _evaluation_of(model: EvaluationFile, queries: Mapping[str, QueryEvaluation]) -> Evaluation:
     s = model.settings
     return Evaluation(
         queries=queries,
@@ -193,6 +195,30 @@ class _Layout(Exception):
     """The file is not laid out as our writer lays it out: try the whole-file parse."""
 
 
+_CHUNK: Final = 32
+"""Query lines checked together (:meth:`_Columns.add_chunk`)."""
+
+
+def _store(
+    columns: _Columns, chunk: list[Any], texts: list[bytes], ends: list[int], counts: list[int]
+) -> bool:
+    """Store a chunk of parsed query lines, together when they are all plain, else one by one;
+    ``False`` to decline the file."""
+    if columns.add_chunk(chunk, texts, ends, sum(counts)):
+        return True
+    for q, text, end, colons in zip(chunk, texts, ends, counts, strict=True):
+        pairs = columns.add(q, text, end)
+        if pairs is None:
+            return False
+        if colons != pairs and (
+            _ESCAPED_COLONS[0] in text
+            or _ESCAPED_COLONS[1] in text
+            or _pairs_and_colons(q) != colons
+        ):
+            return False  # a repeated key: the strict reader names it
+    return True
+
+
 def _read_lines(path: Path) -> Evaluation | None:
     """Our writer's layout (the head, then one query per line) parsed a line at a time, so
     that no parsed copy of the whole file is ever alive; raises :class:`_Layout` otherwise.
@@ -221,38 +247,43 @@ def _read_lines(path: Path) -> Evaluation | None:
         head, _, extra = parsed
         if extra != 0:
             return None  # a repeated key in the head
-        builder = _Builder(tuple(head.metric_names))
+        columns = _Columns(tuple(head.metric_names))
+        chunk: list[Any] = []
+        texts: list[bytes] = []
+        ends: list[int] = []
+        counts: list[int] = []
         last = False  # the previous query had no comma after it: only "]" may follow
         for line in handle:
             text = line.strip(_JSON_SPACE)
             if not text:
                 continue
             if text == b"]":
-                if builder.queries and not last:
+                if (len(columns) or chunk) and not last:
                     return None  # a comma before "]"
+                if chunk and not _store(columns, chunk, texts, ends, counts):
+                    return None
                 break
             if last:
                 return None
             last = not text.endswith(b",")
+            end = len(text) if last else len(text) - 1
             try:
-                q = orjson.loads(text if last else memoryview(text)[:-1])
+                chunk.append(orjson.loads(memoryview(text)[:end]))
             except orjson.JSONDecodeError:
                 raise _Layout from None  # a query over several lines, or broken JSON
-            pairs = builder.add(q)
-            if pairs is None:
-                return None
-            colons = text.count(b":")
-            if colons != pairs and (
-                _ESCAPED_COLONS[0] in text
-                or _ESCAPED_COLONS[1] in text
-                or _pairs_and_colons(q) != colons
-            ):
-                return None  # a repeated key: the strict reader names it
+            texts.append(text)
+            ends.append(end)
+            counts.append(text.count(b":"))
+            if len(chunk) == _CHUNK:
+                if not _store(columns, chunk, texts, ends, counts):
+                    return None
+                chunk, texts, ends, counts = [], [], [], []
         else:
             return None  # no "]": truncated
         if handle.read().strip(_JSON_SPACE) != b"}":
             raise _Layout
-    return _evaluation_of(head, builder.queries)
+    table = columns.finish()
+    return None if table is None else _evaluation_of(head, table)
 
 
 def _read_whole(path: Path) -> Evaluation | None:

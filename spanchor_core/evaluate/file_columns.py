@@ -1,0 +1,303 @@
+"""The queries of an evaluation file in our writer's layout, stored by column as they are read
+(:class:`~spanchor_core.evaluate.model.QueryTable`): the metric values in one float array and
+the rest of each query kept as its text, built into objects only when asked for, so that a
+comparison of two 100,000-query files reads columns instead of building millions of objects.
+The plain checks are those of :mod:`.file_queries`, made a column at a time; any line they do
+not vouch for is built by its :class:`~spanchor_core.evaluate.file_queries._Builder`."""
+
+from __future__ import annotations
+
+from array import array
+from itertools import chain, repeat
+from typing import Any, Final
+
+import numpy as np
+import orjson
+
+from spanchor_core.evaluate.file_queries import (
+    _FLOAT,
+    _INT,
+    _INT_OR_NONE,
+    _NUMBER,
+    _QUERY_ORDER,
+    _RESULT_ORDER,
+    _RESULT_TYPES,
+    _STATUSES,
+    _STR_OR_NONE,
+    _Builder,
+    _is_score,
+)
+from spanchor_core.evaluate.model import (
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    QueryStatus,
+    QueryTable,
+)
+from spanchor_core.spans import DocSpan
+
+_SPAN_ORDER: Final = ("document_id", "start", "end")
+_SPAN_TYPES: Final = (str, int, int)
+_MAPPING_ORDER: Final = ("counts", "hint_rejected", "total", "unmapped_rate")
+_GOLD_MEMBER: Final = b', "gold": ['
+_DICT: Final = {dict}
+_LIST: Final = {list}
+_STR: Final = {str}
+_QUERY_KEY_LIST: Final = list(_QUERY_ORDER)
+_MAPPING_KEY_LIST: Final = list(_MAPPING_ORDER)
+_SPAN_KEY_LIST: Final = list(_SPAN_ORDER)
+_RESULT_KEY_LIST: Final = list(_RESULT_ORDER)
+_BOOL: Final = {bool}
+
+
+def _tail(text: bytes, start: int, end: int) -> bytes:
+    """The ``"gold": ...}`` end of a query line, from its top-level ``gold`` member."""
+    return text[start + 2 : end]
+
+
+class _Columns:
+    """The queries of a file in our writer's layout, kept by column: ids, statuses and errors
+    in lists, the metric values in one float array, and of each query the text of its
+    ``gold``, ``mapping`` and ``results`` members, built into objects only when the query is
+    asked for (:class:`~spanchor_core.evaluate.model.QueryTable`).
+
+    A query line in our writer's exact shape (members in its order, metrics exactly the file's
+    ``metric_names`` in order, results of the usual types, no traces) is checked and stored
+    without building anything; any other line is built at once by the :class:`_Builder`,
+    which accepts exactly what the strict path accepts. Both give the same query.
+    """
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.builder = _Builder(names)
+        self.names = names
+        self.ids: list[str] = []
+        self.seen: set[str] = set()
+        self.statuses: list[QueryStatus] = []
+        self.errors: list[str | None] = []
+        self.tails: list[bytes] = []
+        self.eager: dict[int, QueryEvaluation] = {}
+        self.values = array("d")
+        self.name_list = list(names)
+        self.cost = len(_QUERY_ORDER) + len(names) + len(_MAPPING_ORDER)
+        self.scores = [i for i, name in enumerate(names) if _is_score(name)]
+        self.table: QueryTable | None = None
+
+    def _plain(self, gold: Any, mapping: Any, results: Any) -> bool:
+        for span in gold:
+            if (
+                type(span) is not dict
+                or tuple(span) != _SPAN_ORDER
+                or tuple(map(type, span.values())) != _SPAN_TYPES
+            ):
+                return False
+        if tuple(mapping) != _MAPPING_ORDER or self.builder._mapping(mapping) is None:
+            return False
+        for r in results:
+            if (
+                type(r) is not dict
+                or tuple(r) != _RESULT_ORDER
+                or tuple(map(type, r.values())) not in _RESULT_TYPES
+            ):
+                return False
+        return True
+
+    def add(self, q: Any, text: bytes, end: int) -> int | None:
+        """Store one parsed query line (``text[:end]`` is its JSON); its members' count (the
+        ``:`` inside its strings left out), or ``None`` to decline the file."""
+        if type(q) is dict and tuple(q) == _QUERY_ORDER:
+            query_id, status, error, metrics, gold, mapping, results = q.values()
+            if (
+                type(query_id) is str
+                and query_id not in self.seen
+                and type(status) is str
+                and status in _STATUSES
+                and type(error) in _STR_OR_NONE
+                and type(metrics) is dict
+                and type(gold) is list
+                and type(mapping) is dict
+                and type(results) is list
+                and tuple(metrics) == self.names
+            ):
+                raw = metrics.values()
+                types = set(map(type, raw))
+                if (
+                    (types == _FLOAT or types <= _NUMBER)
+                    and self._plain(gold, mapping, results)
+                    and _GOLD_MEMBER in text
+                ):
+                    # the first '", "gold": [' is the top-level member: a '"' after a space is
+                    # outside any string, and nothing before "gold" may hold a list
+                    start = text.find(_GOLD_MEMBER, 0, end)
+                    try:
+                        self.values.extend(raw)
+                    except OverflowError:
+                        return None
+                    self.ids.append(query_id)
+                    self.seen.add(query_id)
+                    self.statuses.append(_STATUSES[status])
+                    self.errors.append(error)
+                    self.tails.append(text[start + 2 : end])
+                    return (
+                        self.cost
+                        + 3 * len(gold)
+                        + len(mapping["counts"])
+                        + len(_RESULT_ORDER) * len(results)
+                    )
+        built = self.builder.build(q)
+        if built is None or built[0].query_id in self.seen:
+            return None
+        query, pairs = built
+        try:
+            self.values.extend([query.metrics[name] for name in self.names])
+        except OverflowError:
+            return None
+        self.eager[len(self.ids)] = query
+        self.ids.append(query.query_id)
+        self.seen.add(query.query_id)
+        self.statuses.append(query.status)
+        self.errors.append(query.error)
+        self.tails.append(b"")
+        return pairs
+
+    def add_chunk(self, qs: list[Any], texts: list[bytes], ends: list[int], colons: int) -> bool:
+        """Store several parsed query lines at once when every one is in our writer's exact
+        shape (what :meth:`add` checks one by one, checked here a column at a time, in C
+        loops); ``False``, storing nothing, for the caller to add them one by one.
+
+        ``colons`` is the number of ``:`` in the lines: it equals the members when no key is
+        repeated and no string holds one (a line's text never has fewer).
+        """
+        n = len(qs)
+        try:
+            if set(map(type, qs)) != _DICT or list(chain.from_iterable(qs)) != _QUERY_KEY_LIST * n:
+                return False
+            fields = list(chain.from_iterable(map(dict.values, qs)))
+            ids, statuses, errors = fields[0::7], fields[1::7], fields[2::7]
+            metrics, golds, mappings, results = (
+                fields[3::7],
+                fields[4::7],
+                fields[5::7],
+                fields[6::7],
+            )
+            if (
+                set(map(type, ids)) != _STR
+                or len(set(ids)) != n
+                or not self.seen.isdisjoint(ids)
+                or set(map(type, statuses)) != _STR
+                or not _STATUSES.keys() >= set(statuses)
+                or not _STR_OR_NONE.issuperset(map(type, errors))
+                or set(map(type, metrics)) != _DICT
+                or list(chain.from_iterable(metrics)) != self.name_list * n
+                or set(map(type, golds)) != _LIST
+                or set(map(type, mappings)) != _DICT
+                or list(chain.from_iterable(mappings)) != _MAPPING_KEY_LIST * n
+                or set(map(type, results)) != _LIST
+            ):
+                return False
+            raw = list(chain.from_iterable(map(dict.values, metrics)))
+            types = set(map(type, raw))
+            if types != _FLOAT and not types <= _NUMBER:
+                return False
+            stats = list(chain.from_iterable(map(dict.values, mappings)))
+            counts = stats[0::4]
+            if (
+                set(map(type, counts)) != _DICT
+                or not _INT.issuperset(map(type, chain.from_iterable(map(dict.values, counts))))
+                or set(map(type, stats[1::4])) != _INT
+                or set(map(type, stats[2::4])) != _INT
+                or not _NUMBER.issuperset(map(type, stats[3::4]))
+            ):
+                return False
+            spans = list(chain.from_iterable(golds))
+            if spans:
+                if set(map(type, spans)) != _DICT or list(
+                    chain.from_iterable(spans)
+                ) != _SPAN_KEY_LIST * len(spans):
+                    return False
+                kinds = list(map(type, chain.from_iterable(map(dict.values, spans))))
+                if set(kinds[0::3]) != _STR or not _INT.issuperset(kinds[1::3] + kinds[2::3]):
+                    return False
+            located = list(chain.from_iterable(results))
+            if located:
+                if set(map(type, located)) != _DICT or list(
+                    chain.from_iterable(located)
+                ) != _RESULT_KEY_LIST * len(located):
+                    return False
+                kinds = list(map(type, chain.from_iterable(map(dict.values, located))))
+                if (
+                    set(kinds[0::7]) != _INT
+                    or set(kinds[1::7]) != _STR
+                    or not _STR_OR_NONE.issuperset(kinds[2::7])
+                    or not _INT_OR_NONE.issuperset(kinds[3::7] + kinds[4::7])
+                    or set(kinds[5::7]) != _FLOAT
+                    or set(kinds[6::7]) != _BOOL
+                ):
+                    return False
+            members = (
+                self.cost * n
+                + 3 * len(spans)
+                + sum(map(len, counts))
+                + len(_RESULT_ORDER) * len(located)
+            )
+            if members != colons:
+                return False  # a repeated key, or a ':' inside a string: one by one
+            starts = list(map(bytes.find, texts, repeat(_GOLD_MEMBER), repeat(0), ends))
+            if min(starts) < 0:
+                return False
+            values = array("d", raw)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        self.values.extend(values)
+        self.ids.extend(ids)
+        self.seen.update(ids)
+        self.statuses.extend(map(_STATUSES.__getitem__, statuses))
+        self.errors.extend(errors)
+        # the first '", "gold": [' is the top-level member (see :meth:`add`)
+        self.tails.extend(map(_tail, texts, starts, ends))
+        return True
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def finish(self) -> QueryTable | None:
+        """The table of every stored query; ``None`` when a built-in score lies outside
+        [0, 1] (the strict path names it)."""
+        n, m = len(self.ids), len(self.names)
+        values = (
+            np.frombuffer(self.values, dtype=np.float64).reshape(n, m)
+            if n and m
+            else np.zeros((n, m))
+        )
+        if self.scores:
+            picked = values[:, self.scores]
+            if ((picked < 0.0) | (picked > 1.0)).any():
+                return None
+        repeated = tuple(self.ids[row] for row in sorted(self.eager) if self.eager[row].repeated)
+        self.table = QueryTable(self.ids, self.names, values, self._build, repeated)
+        del self.seen
+        return self.table
+
+    def _build(self, row: int) -> QueryEvaluation:
+        """The query at ``row``: one built at once as it is, any other from its text, which
+        was checked when read to hold members in our writer's order and of its types (the
+        same objects as :meth:`_Builder.parts` makes, without its checks)."""
+        query = self.eager.get(row)
+        if query is not None:
+            return query
+        if self.table is None:  # pragma: no cover - the table is what calls this
+            raise RuntimeError("the queries are not stored yet")
+        gold, mapping, results = orjson.loads(b"{" + self.tails[row]).values()
+        counts, hint_rejected, _, _ = mapping.values()
+        key = (tuple(counts), tuple(counts.values()), hint_rejected)
+        stats = self.builder.stats.get(key)
+        if stats is None:
+            stats = self.builder.stats[key] = MappingStats(counts, hint_rejected)
+        return QueryEvaluation(
+            self.ids[row],
+            self.table.row(row),
+            self.statuses[row],
+            tuple(DocSpan(*span.values()) for span in gold),
+            tuple(LocatedResult(*result.values()) for result in results),
+            stats,
+            self.errors[row],
+        )

@@ -1,0 +1,199 @@
+"""The columnar reader of evaluation files (``evaluate/file_columns``): metric values in one
+matrix, each query built from its text when asked for, and the same evaluation as the strict
+(pydantic) path in every case — plain chunks of lines, odd lines among them, bad values."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from spanchor_core._io import loads_strict
+from spanchor_core.errors import EvaluationFileError
+from spanchor_core.evaluate import (
+    Evaluation,
+    EvaluationSettings,
+    LocatedResult,
+    MappingStats,
+    QueryEvaluation,
+    QueryStatus,
+    file_read,
+    read_evaluation,
+    write_evaluation,
+)
+from spanchor_core.evaluate import file as evaluation_file
+from spanchor_core.evaluate.file_models import EvaluationFile
+from spanchor_core.evaluate.model import MetricRow, QueryTable, TraceSummary
+from spanchor_core.spans import DocSpan
+
+NAMES = ("recall@1", "recall@5", "mrr", "retrieved_chars@5")
+
+
+def _evaluation(n: int, traced: frozenset[int] = frozenset()) -> Evaluation:
+    queries = {}
+    for i in range(n):
+        results = (
+            LocatedResult(1, "exact", f"doc-{i % 7}", i, i + 10, 1.0),
+            LocatedResult(2, "normalised", "doc-x", 5, 9, 0.93),
+            LocatedResult(3, "unmapped", None, None, None, 0.0, hint_rejected=True),
+        )
+        qid = f"q{i:03d}"
+        queries[qid] = QueryEvaluation(
+            query_id=qid,
+            metrics={
+                "recall@1": (i % 5) / 4,
+                "recall@5": 1.0 if i % 3 else 0.0,
+                "mrr": 1 / (1 + i % 4),
+                "retrieved_chars@5": float(100 * i),
+            },
+            status=QueryStatus.ERROR if i == 4 else QueryStatus.SCORED,
+            gold=tuple(DocSpan(f"doc-{i % 7}", i + 1, i + 5) for _ in range(i % 3)),
+            results=results[: 1 + i % 3],
+            mapping=MappingStats.of(results[: 1 + i % 3]),
+            error="timed out" if i == 4 else None,
+            traces=(
+                (TraceSummary("t1", 1, ("a",)), TraceSummary("t2", 1, ("b",)))
+                if i in traced
+                else ()
+            ),
+        )
+    return Evaluation(
+        queries=queries,
+        settings=EvaluationSettings(k=(1, 5), created_at="2026-01-01T00:00:00+00:00"),
+        metric_names=NAMES,
+        records=n,
+    )
+
+
+def _strict(path: Path) -> Evaluation:
+    model = EvaluationFile.model_validate(loads_strict(path.read_text(encoding="utf-8"), path=path))
+    return file_read._from_file(model)
+
+
+def _same(read: Evaluation, strict: Evaluation) -> None:
+    assert list(read) == list(strict)
+    assert dict(read.queries) == dict(strict.queries)
+    for name in NAMES:
+        assert read.metric(name) == strict.metric(name)
+        assert read.aggregate(name) == strict.aggregate(name)
+    assert read.repeated == strict.repeated
+    assert read.settings == strict.settings
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 100])
+def test_plain_lines_are_read_by_column_as_the_strict_path_reads_them(
+    tmp_path: Path, n: int
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(n), path)
+    read = file_read._read_fast(path)
+    assert read is not None
+    assert isinstance(read.queries, QueryTable) or n == 0  # "queries": [] is one line
+    _same(read, _strict(path))
+    if n:
+        query = read["q000"]
+        assert isinstance(query.metrics, MetricRow)
+        assert type(query["mrr"]) is float
+        assert query.metrics == dict(query.metrics)
+        assert "mrr" in query.metrics
+        assert "nope" not in query.metrics
+        with pytest.raises(KeyError, match="no metric 'nope'"):
+            query["nope"]
+
+
+def test_odd_lines_among_plain_ones_are_built_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(70, traced=frozenset({3, 40})), path)
+    text = path.read_text(encoding="utf-8")
+    # members of a result in another order, and a whole number where a float goes
+    text = text.replace('"query_id": "q050", ', '"query_id": "q050", ', 1)
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q050"' in line)
+    lines[at] = lines[at].replace('"rank": 1, "status": "exact"', '"status": "exact", "rank": 1')
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q060"' in line)
+    lines[at] = lines[at].replace('"recall@5": 1.0', '"recall@5": 1')
+    path.write_text("\n".join(lines), encoding="utf-8")
+    read = file_read._read_fast(path)
+    assert read is not None
+    strict = _strict(path)
+    _same(read, strict)
+    assert read.repeated == ("q003", "q040")
+    assert type(read["q060"]["recall@5"]) is float
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"recall@1": 1.0', '"recall@1": true'),
+        ('"recall@1": 1.0', '"recall@1": null'),
+        ('"recall@1": 1.0', '"recall@1": "1.0"'),
+        ('"recall@1": 1.0', '"recall@1": 1.5'),  # a score outside [0, 1]
+        ('"rank": 1', '"rank": 1.0'),
+        ('"rank": 1', '"rank": true'),
+        ('"start": 9', '"start": "9"'),
+        ('"hint_rejected": false', '"hint_rejected": 0'),
+        ('"hint_rejected": 0,', '"hint_rejected": 0, "hint_rejected": 1,'),
+        ('"exact": 1', '"exact": 1, "exact": 1'),
+        ('"mrr": 0.5', '"mrr": 0.5, "mrr": 0.5'),
+        ('"status": "scored"', '"status": "later"'),
+    ],
+)
+def test_a_bad_value_in_a_plain_chunk_is_left_to_the_strict_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q009"' in line)
+    assert old in lines[at]
+    lines[at] = lines[at].replace(old, new, 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    monkeypatch.setattr(evaluation_file, "_read_fast", lambda _: None)
+    try:
+        strict: Evaluation | None = read_evaluation(path)  # the strict path alone
+    except EvaluationFileError:
+        strict = None
+    monkeypatch.undo()
+    read = file_read._read_fast(path)
+    if strict is None:
+        assert read is None
+        with pytest.raises(EvaluationFileError):
+            read_evaluation(path)
+    else:  # the fast path may leave to the strict path what it converts, never differ
+        assert read is None or not isinstance(read.queries, QueryTable)
+        _same(read_evaluation(path), strict)
+
+
+def test_a_repeated_query_id_across_chunks_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    text = path.read_text(encoding="utf-8").replace('"query_id": "q035"', '"query_id": "q002"')
+    path.write_text(text, encoding="utf-8")
+    assert file_read._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match="q002"):
+        read_evaluation(path)
+
+
+def test_negative_zero_and_tiny_values_keep_their_bits(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q010"' in line)
+    lines[at] = lines[at].replace('"retrieved_chars@5": 1000.0', '"retrieved_chars@5": -0.0')
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q011"' in line)
+    lines[at] = lines[at].replace('"retrieved_chars@5": 1100.0', '"retrieved_chars@5": 5e-324')
+    path.write_text("\n".join(lines), encoding="utf-8")
+    read = read_evaluation(path)
+    assert isinstance(read.queries, QueryTable)
+    assert math.copysign(1.0, read["q010"]["retrieved_chars@5"]) == -1.0
+    assert math.copysign(1.0, read.metric("retrieved_chars@5")["q010"]) == -1.0
+    assert read["q011"]["retrieved_chars@5"] == 5e-324
+    _same(read, _strict(path))
+
+
+def test_a_columnar_evaluation_is_written_back_byte_for_byte(tmp_path: Path) -> None:
+    path, again = tmp_path / "e.json", tmp_path / "again.json"
+    write_evaluation(_evaluation(50, traced=frozenset({7})), path)
+    write_evaluation(read_evaluation(path), again)
+    assert again.read_bytes() == path.read_bytes()
