@@ -21,6 +21,7 @@ _WS_TABLE[_WS_LIMIT] = False
 _WS_FIRST_HIGH: Final = 0x85  # the first whitespace code point above U+0020
 _SPACE_OPT: Final = re.compile(r"\s*")
 _NONSPACE_RUN: Final = re.compile(r"\S+")
+_ASCII_SPACE: Final = bytes(c for c in range(128) if chr(c).isspace())
 _ADVANCE: dict[int, re.Pattern[str]] = {}  # n -> "n non-space characters and the spaces after"
 
 
@@ -37,6 +38,8 @@ def fold(text: str) -> str:
 
 def normalise(text: str) -> str:
     """The whitespace- and case-insensitive view: folded, every whitespace removed."""
+    if text.isascii():  # the same, as three passes over bytes (no list of words)
+        return text.encode("ascii").lower().translate(None, _ASCII_SPACE).decode("ascii")
     return "".join(fold(text).split())
 
 
