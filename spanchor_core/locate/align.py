@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
-import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from spanchor_core.locate.context import SearchContext
-from spanchor_core.locate.text import code_points, fold, non_space_mask
+from spanchor_core.locate.text import normalise_with_positions
 
 __all__ = ["Aligned", "align_span", "aligned_bounds", "extend_edges"]
 
@@ -36,10 +35,7 @@ def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) ->
     The score is the rapidfuzz ratio between ``norm`` and the normalised span; ``None`` when
     nothing aligns.
     """
-    window = ctx.documents.texts[doc][c_lo:c_hi]
-    codes = code_points(fold(window))
-    kept = np.flatnonzero(non_space_mask(codes))
-    norm_window = codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
+    norm_window, kept = normalise_with_positions(ctx.documents.texts[doc][c_lo:c_hi])
     chunk = norm
     if len(chunk) * len(norm_window) <= _ALIGN_CELLS:
         found = aligned_bounds(chunk, norm_window)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.candidates import MinimizerSearch
 from spanchor_core.locate.documents import CorpusTexts
@@ -30,24 +32,40 @@ class SearchContext:
         self.search = MinimizerSearch(self.hasher, settings)
         self.scanner = CorpusScanner(self.documents)
         self._lock = threading.Lock()
+        # as built or adopted (``Locator.built_indexes`` hands these out), and the same arrays
+        # as plain ndarrays for searching: an ``np.memmap`` (an index read from the cache)
+        # pays a Python-level ``__getitem__`` and ``__array_finalize__`` on every element read
         self._exact: MinimizerIndex | None = None
         self._normalised: NormalisedView | None = None
+        self._exact_plain: MinimizerIndex | None = None
+        self._normalised_plain: NormalisedView | None = None
+
+    def adopt(self, exact: MinimizerIndex, normalised: NormalisedView | None) -> None:
+        """Use indexes built elsewhere (e.g. memory-mapped from the index cache)."""
+        with self._lock:
+            self._exact = exact
+            self._exact_plain = _plain_index(exact)
+            if normalised is not None:
+                self._normalised = normalised
+                self._normalised_plain = _plain_view(normalised)
 
     def exact_index(self) -> MinimizerIndex:
         """The minimizer index of the canonical texts (built on first call)."""
         with self._lock:
-            if self._exact is None:
-                self._exact = index_documents(self.documents, self.hasher, self.settings.window)
-            return self._exact
+            if self._exact_plain is None:
+                self._exact = self._exact_plain = index_documents(
+                    self.documents, self.hasher, self.settings.window
+                )
+            return self._exact_plain
 
     def normalised_view(self) -> NormalisedView:
         """The whitespace-and-case view and its index (built on first call)."""
         with self._lock:
-            if self._normalised is None:
-                self._normalised = build_normalised_view(
+            if self._normalised_plain is None:
+                self._normalised = self._normalised_plain = build_normalised_view(
                     self.documents, self.hasher, self.settings.window
                 )
-            return self._normalised
+            return self._normalised_plain
 
     @property
     def index_nbytes(self) -> int:
@@ -58,3 +76,21 @@ class SearchContext:
         if self._normalised is not None:
             total += self._normalised.nbytes
         return total
+
+
+def _plain_index(index: MinimizerIndex) -> MinimizerIndex:
+    """``index`` over a plain ndarray view of its entries (the same memory)."""
+    if type(index.packed) is np.ndarray:
+        return index
+    return MinimizerIndex(np.asarray(index.packed), index.pos_bits)
+
+
+def _plain_view(view: NormalisedView) -> NormalisedView:
+    """``view`` over plain ndarray views of its arrays (the same memory)."""
+    return NormalisedView(
+        _plain_index(view.index),
+        np.asarray(view.starts),
+        np.asarray(view.lengths),
+        np.asarray(view.checkpoint_base),
+        np.asarray(view.checkpoints),
+    )

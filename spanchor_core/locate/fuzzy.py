@@ -58,6 +58,9 @@ def fuzzy_stage(
             indexed.append(job)
     if not indexed:
         return []
+    # texts of like length share a batch of padded rows (less padding hashed); each text's
+    # votes come from its own row, so the order changes no result
+    indexed.sort(key=lambda job: len(job.norm))
     view = ctx.normalised_view()
     max_occurrences = settings.max_occurrences
     clusters: list[list[Cluster]] = [[] for _ in indexed]

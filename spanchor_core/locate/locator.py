@@ -19,7 +19,7 @@ from spanchor_core.locate.model import LocateRequest, Location
 from spanchor_core.locate.near import NearMatch, near_matches
 from spanchor_core.locate.normalised import normalised_stage
 from spanchor_core.locate.normalised_view import NormalisedView
-from spanchor_core.locate.prepare import PreferCache, prepare
+from spanchor_core.locate.prepare import prepare, prepare_batch
 from spanchor_core.locate.resolve import Pending
 from spanchor_core.locate.settings import LocatorSettings, TieBreak
 from spanchor_core.spans import DocSpan
@@ -150,15 +150,7 @@ class Locator:
                 gc.enable()
 
     def _locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
-        results: list[Location | None] = [None] * len(requests)
-        pending: list[Pending] = []
-        prefer_cache: PreferCache = {}
-        for slot, request in enumerate(requests):
-            outcome = prepare(self._ctx.documents, slot, request, prefer_cache)
-            if isinstance(outcome, Location):
-                results[slot] = outcome
-            else:
-                pending.append(outcome)
+        results, pending = prepare_batch(self._ctx.documents, requests)
         for stage in STAGES:
             if not pending:
                 break
@@ -204,10 +196,7 @@ class Locator:
     def use_indexes(self, exact: MinimizerIndex, normalised: NormalisedView | None = None) -> None:
         """Adopt indexes built earlier for this corpus with these ``kgram`` and ``window``
         (e.g. memory-mapped from :mod:`spanchor_core.index_store`) instead of building them."""
-        with self._ctx._lock:
-            self._ctx._exact = exact
-            if normalised is not None:
-                self._ctx._normalised = normalised
+        self._ctx.adopt(exact, normalised)
 
     @property
     def index_nbytes(self) -> int:

@@ -57,7 +57,12 @@ class NormalisedView:
         down to a checkpoint: exact within ``CHECKPOINT`` characters, enough to compare places."""
         lo = int(self.checkpoint_base[doc])
         hi = lo + -(-int(self.lengths[doc]) // CHECKPOINT)
-        j = int(np.searchsorted(self.checkpoints[lo:hi], canonical, side="right")) - 1
+        checkpoints = self.checkpoints
+        # the key in the array's own type (clipped to its range: a hint may be any integer),
+        # or numpy casts the whole slice to a common type first
+        kind = np.iinfo(checkpoints.dtype)
+        key = checkpoints.dtype.type(min(max(canonical, kind.min), kind.max))
+        j = int(checkpoints[lo:hi].searchsorted(key, side="right")) - 1
         return max(0, j) * CHECKPOINT
 
 

@@ -8,6 +8,7 @@ for the search stages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
 
 from spanchor_core.corpus import canonicalize
@@ -17,7 +18,7 @@ from spanchor_core.locate.model import LocateRequest, Location, MatchStatus
 from spanchor_core.locate.resolve import Pending, unmapped
 from spanchor_core.spans import DocSpan
 
-__all__ = ["prepare"]
+__all__ = ["prepare", "prepare_batch"]
 
 
 PreferCache = dict[int, tuple[tuple[DocSpan, ...], tuple[Occurrence, ...]]]
@@ -68,6 +69,76 @@ def prepare(
         if verified is not None:
             return verified
     return job
+
+
+def prepare_batch(
+    documents: CorpusTexts, requests: Sequence[LocateRequest]
+) -> tuple[list[Location | None], list[Pending]]:
+    """:func:`prepare` of every request, in order: the locations decided without search (None
+    where a search is needed) and the search state of the others.
+
+    The same checks and outcomes as calling :func:`prepare` on each; requests of the common
+    shape (a plain :class:`LocateRequest` with ``str`` text and id and ``int`` offsets, its
+    gold tuple seen before) are taken apart here without the per-request checks and calls.
+    """
+    results: list[Location | None] = [None] * len(requests)
+    pending: list[Pending] = []
+    prefer_cache: PreferCache = {}
+    number = documents.number
+    texts = documents.texts
+    ids = documents.ids
+    verified = MatchStatus.VERIFIED
+    for slot, request in enumerate(requests):
+        if type(request) is not LocateRequest:
+            outcome = prepare(documents, slot, request, prefer_cache)
+        else:
+            raw, named = request.text, request.document_id
+            hint_start, hint_end, prefer = request.start, request.end, request.prefer
+            cached: tuple[Occurrence, ...] | None = ()
+            if prefer:
+                entry = prefer_cache.get(id(prefer))
+                cached = entry[1] if entry is not None and entry[0] is prefer else None
+            if (
+                type(raw) is not str
+                or cached is None
+                or (named is not None and type(named) is not str)
+                or (hint_start is not None and type(hint_start) is not int)
+                or (hint_end is not None and type(hint_end) is not int)
+            ):
+                outcome = prepare(documents, slot, request, prefer_cache)
+            else:
+                # what prepare() does for a request of this shape, inline
+                text = raw if raw.isascii() and "\r" not in raw else canonicalize(raw)
+                doc = number.get(named) if named is not None else None
+                if doc is not None and hint_start is not None:
+                    source = texts[doc]
+                    stop = hint_start + len(text)
+                    if (
+                        hint_start >= 0
+                        and (hint_end is None or hint_end == stop)
+                        and stop <= len(source)
+                        and source.startswith(text, hint_start)
+                        and text.strip()
+                    ):
+                        span = DocSpan(ids[doc], hint_start, stop)
+                        results[slot] = Location(
+                            verified, span.document_id, hint_start, stop, 1.0, (span,)
+                        )
+                        continue
+                job = Pending(slot, text, doc, named, hint_start, hint_end)
+                job.prefer = cached
+                if not text.strip():
+                    results[slot] = unmapped(job, "empty or whitespace-only text")
+                    continue
+                if named is not None and doc is None:
+                    job.notes.append(f"document {named!r} is not in the corpus")
+                pending.append(job)
+                continue
+        if isinstance(outcome, Location):
+            results[slot] = outcome
+        else:
+            pending.append(outcome)
+    return results, pending
 
 
 def _preferred(documents: CorpusTexts, request: LocateRequest) -> tuple[Occurrence, ...]:

@@ -13,7 +13,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["advance_nonspace", "code_points", "fold", "non_space_mask", "normalise"]
+__all__ = [
+    "advance_nonspace",
+    "code_points",
+    "fold",
+    "non_space_mask",
+    "normalise",
+    "normalise_with_positions",
+]
 
 _WS_LIMIT: Final = 0x3001  # every str.isspace() code point is below this
 _WS_TABLE: Final = np.array([chr(c).isspace() for c in range(_WS_LIMIT + 1)], dtype=np.bool_)
@@ -21,6 +28,8 @@ _WS_TABLE[_WS_LIMIT] = False
 _WS_FIRST_HIGH: Final = 0x85  # the first whitespace code point above U+0020
 _SPACE_OPT: Final = re.compile(r"\s*")
 _NONSPACE_RUN: Final = re.compile(r"\S+")
+_ASCII_SPACE: Final = bytes(c for c in range(128) if chr(c).isspace())
+_ASCII_KEEP: Final = np.array([not chr(c).isspace() for c in range(256)], dtype=np.bool_)
 _ADVANCE: dict[int, re.Pattern[str]] = {}  # n -> "n non-space characters and the spaces after"
 
 
@@ -37,7 +46,20 @@ def fold(text: str) -> str:
 
 def normalise(text: str) -> str:
     """The whitespace- and case-insensitive view: folded, every whitespace removed."""
+    if text.isascii():  # the same, as three passes over bytes (no list of words)
+        return text.encode("ascii").lower().translate(None, _ASCII_SPACE).decode("ascii")
     return "".join(fold(text).split())
+
+
+def normalise_with_positions(text: str) -> tuple[str, npt.NDArray[np.intp]]:
+    """:func:`normalise` of ``text`` and, for each of its characters, its offset in ``text``."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        kept = np.flatnonzero(_ASCII_KEEP[np.frombuffer(raw, dtype=np.uint8)])
+        return raw.lower().translate(None, _ASCII_SPACE).decode("ascii"), kept
+    codes = code_points(fold(text))
+    kept = np.flatnonzero(non_space_mask(codes))
+    return codes[kept].tobytes().decode("utf-32-le", "surrogatepass"), kept
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:
