@@ -23,6 +23,7 @@ query of each id.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -244,9 +245,16 @@ def read_gold(path: str | os.PathLike[str]) -> GoldSet:
         data = _parse_line(first.text, source, number)
         if "kind" in data:
             header = _read_header(data, source, number)
-            queries = [
-                _read_query(_parse_line(x.text, source, x.number), source, x.number) for x in lines
-            ]
+            collecting = gc.isenabled()
+            gc.disable()  # tens of thousands of new objects, none cyclic: no collection passes
+            try:
+                queries = [
+                    _read_query(_parse_line(x.text, source, x.number), source, x.number)
+                    for x in lines
+                ]
+            finally:
+                if collecting:
+                    gc.enable()
             return GoldSet(
                 queries,
                 path=source,
