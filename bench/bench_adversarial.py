@@ -20,6 +20,11 @@ CPU and peak per phase and the cost per result, so each class can be set against
     python bench/bench_adversarial.py --cases ordinary,boilerplate --size 50 --queries 10000
     python bench/bench_adversarial.py --cases short --size 10 --queries 2000 --workdir /tmp/adv
     python bench/bench_adversarial.py --cases boilerplate --size 100 --queries 10000  # doubling
+    python bench/bench_adversarial.py --cases ordinary --legacy   # the run as 0.x results JSON
+
+``--legacy`` scores the same run written as a spanchor 0.x results file instead: one JSON
+object ``{query_id: [{"text", "score", "doc_id", "start", "end"}, ...]}`` on one line, as
+``json.dump`` writes it (``run-0x.json``, derived from ``run.jsonl``).
 
 Deterministic from ``--seed``. Generated files are kept with ``--workdir`` and reused. Not
 part of the test suite.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import resource
 import subprocess
 import sys
@@ -44,7 +50,7 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.gold import GoldQuery, GoldSet, write_gold
 from spanchor_core.runs import RetrievedResult, RunRecorder
 
-__all__ = ["CASES", "generate_case"]
+__all__ = ["CASES", "generate_case", "write_legacy_run"]
 
 _HERE = Path(__file__).resolve().parent
 CHUNKS_PER_QUERY = 10
@@ -228,11 +234,49 @@ def generate_case(workdir: Path, case: str, size: float, n_queries: int, seed: i
     return root
 
 
-def _measure(workdir: Path, case: str, size: float, n_queries: int, seed: int) -> None:
+LEGACY_RUN = "run-0x.json"
+
+
+def write_legacy_run(root: Path) -> Path:
+    """``run.jsonl`` of ``root`` as spanchor 0.x results (once): ``{query_id: [result]}``."""
+    target = root / LEGACY_RUN
+    if target.is_file():
+        return target
+    document: dict[str, list[dict[str, object]]] = {}
+    with (root / "run.jsonl").open(encoding="utf-8") as lines:
+        next(lines)  # the header
+        for line in lines:
+            record = json.loads(line)
+            document[record["query_id"]] = [
+                {
+                    key: value
+                    for key, value in (
+                        ("text", result["text"]),
+                        ("score", result.get("score")),
+                        ("doc_id", result.get("document_id")),
+                        ("start", result.get("start")),
+                        ("end", result.get("end")),
+                    )
+                    if value is not None
+                }
+                for result in record["results"]
+            ]
+    partial = root / f"{LEGACY_RUN}.partial"
+    with partial.open("w", encoding="utf-8") as out:
+        json.dump(document, out, ensure_ascii=False)
+    partial.rename(target)
+    return target
+
+
+def _measure(
+    workdir: Path, case: str, size: float, n_queries: int, seed: int, legacy: bool = False
+) -> None:
     root, corpus_dir = _dirs(workdir, case, size, n_queries, seed)
     bench_evaluate = _load("bench_evaluate")
-    m = bench_evaluate.measure(root, corpus_dir)
+    run_name = write_legacy_run(root).name if legacy else "run.jsonl"
+    m = bench_evaluate.measure(root, corpus_dir, run_name=run_name)
     title = f"{case}: {size:g} MB x {n_queries:,} queries x {CHUNKS_PER_QUERY} results"
+    title += " (run as 0.x results JSON)" if legacy else ""
     bench_evaluate._print_measurement(title, m)
 
 
@@ -255,15 +299,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=10_000, help="queries (x10 results)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, help="keep the generated files here")
+    parser.add_argument(
+        "--legacy", action="store_true", help="score the run written as spanchor 0.x results JSON"
+    )
     parser.add_argument("--generate", help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.generate or args.measure:
         case = args.generate or args.measure
         if args.generate:
-            generate_case(args.workdir, case, args.size, args.queries, args.seed)
+            root = generate_case(args.workdir, case, args.size, args.queries, args.seed)
+            if args.legacy:
+                write_legacy_run(root)
         else:
-            _measure(args.workdir, case, args.size, args.queries, args.seed)
+            _measure(args.workdir, case, args.size, args.queries, args.seed, args.legacy)
         return 0
     cases = [c for c in args.cases.split(",") if c]
     unknown = [c for c in cases if c not in CASES]
@@ -273,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(temp)
         common = ["--workdir", str(workdir), "--size", str(args.size)]
         common += ["--queries", str(args.queries), "--seed", str(args.seed)]
+        common += ["--legacy"] if args.legacy else []
         for case in cases:
             generated, _ = _child(["--generate", case, *common])
             wall, cpu = _child(["--measure", case, *common])

@@ -252,11 +252,12 @@ def measure(
     *,
     profile: cProfile.Profile | None = None,
     streaming: bool = True,
+    run_name: str = "run.jsonl",
 ) -> Measurement:
     """Run load -> read gold -> index -> evaluate -> write, timing each phase.
 
     ``streaming``: :func:`evaluate_file` reads the run while evaluating; otherwise
-    ``read_run`` (its own phase) and :func:`evaluate`.
+    ``read_run`` (its own phase) and :func:`evaluate`. ``run_name``: the run file in ``case``.
     """
     baseline = _rss_kib()[0]
     phases: dict[str, float] = {}
@@ -269,14 +270,14 @@ def measure(
         gold = read_gold(case / "gold.jsonl")
     if not streaming:
         with _timed("read_run", phases, peaks):
-            run = read_run(case / "run.jsonl")
+            run = read_run(case / run_name)
     with _timed("index build (exact + normalised)", phases, peaks):
         locator = TimedLocator(corpus)
         locator.build_index(normalised=True)
     if streaming:
         name, rest = "evaluate_file", "read run + metrics + bookkeeping"
         with _timed(name, phases, peaks):
-            stream = iter_run(case / "run.jsonl")
+            stream = iter_run(case / run_name)
             evaluation = evaluate_file(corpus, gold, stream, locator=locator)
         n_records = stream.records_read
     else:

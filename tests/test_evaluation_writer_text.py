@@ -5,12 +5,21 @@ from __future__ import annotations
 import json
 import math
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanchor_core.evaluate.file import _query_json, _query_text
+from spanchor_core.evaluate.file import _summaries
+from spanchor_core.evaluate.file_text import (
+    _ORJSON_DIFFERS,
+    _query_text,
+    queries_text,
+    query_json,
+)
 from spanchor_core.evaluate.model import (
+    Evaluation,
+    EvaluationSettings,
     LocatedResult,
     MappingStats,
     MetricSummary,
@@ -58,14 +67,14 @@ QUERIES = st.builds(
 @settings(max_examples=300, deadline=None)
 @given(QUERIES)
 def test_query_text_is_the_standard_encoders(query: QueryEvaluation) -> None:
-    assert _query_text(query) == json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+    assert _query_text(query) == json.dumps(query_json(query), ensure_ascii=False, allow_nan=False)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_a_non_finite_metric_fails_as_before(bad: float) -> None:
     query = QueryEvaluation("q", {"recall@1": bad})
     with pytest.raises(ValueError, match="not JSON compliant") as expected:
-        json.dumps(_query_json(query), ensure_ascii=False, allow_nan=False)
+        json.dumps(query_json(query), ensure_ascii=False, allow_nan=False)
     with pytest.raises(ValueError, match="not JSON compliant") as got:
         _query_text(query)
     assert str(got.value) == str(expected.value)
@@ -73,7 +82,7 @@ def test_a_non_finite_metric_fails_as_before(bad: float) -> None:
 
 def test_odd_keys_and_values_take_the_standard_path() -> None:
     query = QueryEvaluation("q", {"recall@1": 1.0}, mapping=MappingStats({1: 2}))  # type: ignore[dict-item]
-    assert _query_text(query) == json.dumps(_query_json(query), ensure_ascii=False)
+    assert _query_text(query) == json.dumps(query_json(query), ensure_ascii=False)
     assert '"counts": {"1": 2}' in _query_text(query)
 
 
@@ -90,3 +99,45 @@ def test_summaries_are_the_plain_formulas(values: list[float]) -> None:
         max(values),
         len(values),
     )
+
+
+NAMES = ("recall@1", "mrr", 'odd "name"')
+ROW_VALUES = NUMBERS | st.sampled_from([3e-05, 9.99e-05, 1e-4, 10.00001, 1e17, 615.0, 1.0, 0.0])
+SAME_NAMES_QUERIES = st.builds(
+    QueryEvaluation,
+    query_id=TEXTS,
+    metrics=st.tuples(*[ROW_VALUES] * len(NAMES)).map(
+        lambda values: dict(zip(NAMES, values, strict=True))
+    ),
+    results=st.lists(RESULTS, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(SAME_NAMES_QUERIES | QUERIES, min_size=1, max_size=8))
+def test_a_batch_of_queries_is_the_standard_encoders(queries: list[QueryEvaluation]) -> None:
+    # the batch writes its metrics through orjson: every value, tiny, huge or not a float,
+    # must come out as the standard encoder writes it
+    expected = "".join(
+        ",\n" + json.dumps(query_json(q), ensure_ascii=False, allow_nan=False) for q in queries
+    )
+    assert queries_text(queries, ",\n") == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_orjson_writes_a_float_as_repr_unless_marked(value: float) -> None:
+    # what _metrics_texts relies on: orjson's text is repr's, or it holds a mark
+    text = orjson.dumps(value).decode()
+    assert text == repr(value) or any(mark in text for mark in _ORJSON_DIFFERS)
+
+
+def test_summaries_are_the_evaluations_aggregates() -> None:
+    queries = {
+        f"q{n}": QueryEvaluation(f"q{n}", {"a": n / 7, "b": float(n % 3)}) for n in range(50)
+    }
+    evaluation = Evaluation(queries, EvaluationSettings(), ("a", "b"))
+    assert _summaries(evaluation) == evaluation.aggregates()
+    reordered = dict(queries, q3=QueryEvaluation("q3", {"b": 1.0, "a": 0.5}))
+    other = Evaluation(reordered, EvaluationSettings(), ("a", "b"))
+    assert _summaries(other) == other.aggregates()

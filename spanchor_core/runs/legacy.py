@@ -11,12 +11,24 @@ so two reads of one file are identical.
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
-from collections.abc import Mapping
+import json
+import json.decoder
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from spanchor_core._io import TORN, JsonlLine, loads_strict, read_text
+from spanchor_core._io import (
+    BOM,
+    LENIENT_DECODER,
+    TORN,
+    JsonlLine,
+    JsonRejected,
+    loads_strict,
+    open_for_reading,
+    read_text,
+)
 from spanchor_core.errors import RunError
 from spanchor_core.runs.file_models import RUN_KIND, RetrieverInfo, RunHeader
 from spanchor_core.runs.lines import OTHER_KINDS
@@ -146,6 +158,9 @@ def read_0x_document(path: Path, data: Any = _UNREAD) -> Run:
     are not both held whole.
     """
     if data is _UNREAD:
+        streamed = _stream_0x_object(path)
+        if streamed is not None:
+            return streamed
         text = read_text(path, error=RunError, what="run file", hint="run files are UTF-8")
         data = loads_strict(text, path=path, error=RunError, invalid=_INVALID, allow_nan=True)
         del text
@@ -187,3 +202,90 @@ def read_0x_document(path: Path, data: Any = _UNREAD) -> Run:
         f"got a JSON {type(data).__name__}",
         path=path,
     )
+
+
+_CHUNK: Final = 1 << 20
+"""Bytes read at a time by :func:`_stream_0x_object`."""
+_NOT_QUERIES: Final = frozenset({"kind", "anchors", "per_query_metrics"})
+_SPACE: Final = " \t\n\r"
+
+
+class _Unusual(Exception):
+    """Something :func:`_stream_0x_object` leaves to the whole-document reader to word."""
+
+
+def _members(path: Path) -> Iterator[tuple[str, Any]]:
+    """The members of a JSON object file, ``(key, parsed value)`` one at a time, the file read
+    a megabyte at a time. Parsed as :func:`loads_strict` parses 0.x files (``allow_nan``,
+    duplicate keys refused, nested ones included); raises :class:`_Unusual` at anything it
+    would refuse, or that is not an object, so that the caller reads the file whole instead
+    and the error is worded exactly as before."""
+    decode = codecs.getincrementaldecoder("utf-8")().decode
+    # the decoder's own scanner and string reader (set by json, not in its type stubs)
+    scan: Callable[[str, int], tuple[Any, int]] = getattr(LENIENT_DECODER, "scan_once")  # noqa: B009
+    scanstring: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009
+    with open_for_reading(path, error=RunError, what="run file") as handle:
+        raw = handle.read(_CHUNK)
+        buffer = decode(raw[3:] if raw.startswith(BOM) else raw)
+        done = not raw
+        at = len(buffer) - len(buffer.lstrip(_SPACE))
+        if buffer[at : at + 1] != "{":
+            raise _Unusual
+        at += 1
+        seen: set[str] = set()
+        first = True
+        while True:
+            # a member needs at least its key, colon and value in the buffer: top it up first
+            while not done and len(buffer) - at < _CHUNK:
+                raw = handle.read(_CHUNK)
+                done = not raw
+                buffer = buffer[at:] + decode(raw, final=done)
+                at = 0
+            while at < len(buffer) and buffer[at] in _SPACE:
+                at += 1
+            if buffer.startswith("}", at):
+                if buffer[at + 1 :].strip(_SPACE) or not done:
+                    raise _Unusual  # something after the object
+                return
+            if not first:
+                if not buffer.startswith(",", at):
+                    raise _Unusual
+                at += 1
+                while at < len(buffer) and buffer[at] in _SPACE:
+                    at += 1
+            if not buffer.startswith('"', at):
+                raise _Unusual
+            try:
+                key, at = scanstring(buffer, at + 1, True)
+                while at < len(buffer) and buffer[at] in _SPACE:
+                    at += 1
+                if not buffer.startswith(":", at):
+                    raise _Unusual
+                at += 1
+                while at < len(buffer) and buffer[at] in _SPACE:
+                    at += 1
+                value, at = scan(buffer, at)
+            except (ValueError, StopIteration, RecursionError, JsonRejected) as err:
+                raise _Unusual from err  # includes a member longer than the buffer
+            if key in seen or key in _NOT_QUERIES:
+                raise _Unusual
+            seen.add(key)
+            first = False
+            yield key, value
+
+
+def _stream_0x_object(path: Path) -> Run | None:
+    """A 0.x ``{query_id: [results]}`` file read member by member, so that the parsed
+    document (several times the file's size) is never held whole, nor the file's text:
+    the run that :func:`read_0x_document` builds from the whole document, or ``None`` for
+    anything else or anything unusual (read whole then, errors worded there)."""
+    records = []
+    try:
+        for query_id, items in _members(path):
+            where = f"query {query_id!r}"
+            records.append(RetrievalRecord(query_id, "", _results_0x(items, where, path, None)))
+    except (_Unusual, UnicodeDecodeError):
+        return None
+    except RunError:
+        return None  # a bad result: worded by the whole-document reader, as before
+    return Run(header_0x(path, "JSON object"), records, path, [], FORMAT_0X_JSON)

@@ -23,7 +23,14 @@ from typing import Any, BinaryIO, Final
 
 import orjson
 
-from spanchor_core._io import TORN, JsonlLine, jsonl_lines, loads_strict, open_for_reading
+from spanchor_core._io import (
+    MAX_LINE_BYTES,
+    TORN,
+    JsonlLine,
+    jsonl_lines,
+    loads_strict,
+    open_for_reading,
+)
 from spanchor_core.errors import RunError
 from spanchor_core.runs.file_models import RunHeader
 from spanchor_core.runs.legacy import (
@@ -81,7 +88,12 @@ def _whole(path: Path, data: Any = None) -> _Layout:
 def _layout(handle: BinaryIO, path: Path) -> _Layout:
     """The one format dispatch of run files, shared by :func:`read_run` and :class:`RunStream`."""
     lines = _lines(handle, path)
-    first = next(lines, None)
+    try:
+        first = next(lines, None)
+    except RunError:
+        if handle.tell() > MAX_LINE_BYTES:  # no JSONL: a 0.x document written on one line
+            return _whole(path)
+        raise
     if first is None:
         raise RunError(
             "empty file",
