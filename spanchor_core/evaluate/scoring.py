@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.checks import check_gold
@@ -56,7 +58,7 @@ from spanchor_core.evaluate.model import (
     TraceSummary,
 )
 from spanchor_core.gold import GoldSet
-from spanchor_core.grouping import GroupedTrace, GroupRule, Retrieval, group_query, parse_group_rule
+from spanchor_core.grouping import GroupRule, Retrieval, group_query, parse_group_rule
 from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.metrics import (
     DEFAULT_K,
@@ -67,8 +69,8 @@ from spanchor_core.metrics import (
     check_min_overlap,
     metric_names,
     metric_plan,
-    score_ranked,
 )
+from spanchor_core.metrics.batch import RankedColumns, score_columns
 from spanchor_core.runs import Run, RunHeader, RunStream
 from spanchor_core.runs.model import RecordFields
 from spanchor_core.runs.query_ids import lookup_query_id
@@ -111,8 +113,14 @@ class _Tally:
         return tuple(sorted(self._extra))
 
 
-# status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
-_STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
+class _StatusValues(dict[MatchStatus, str]):
+    """status -> its value: reading ``.value`` off an enum member is a slow descriptor call."""
+
+    def __missing__(self, status: MatchStatus) -> str:
+        return str(status.value)
+
+
+_STATUS_VALUE = _StatusValues({status: str(status.value) for status in MatchStatus})
 
 
 _NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
@@ -141,27 +149,59 @@ class _Stub(NamedTuple):
 
 
 class _Kept(NamedTuple):
-    """One mapped record of a gold query: provenance, results (rank slots 1..n), their spans
-    (``None``: no span) and the merge keys of the results without one (by slot index); a
-    mapped result's key is its span as a plain tuple, built only when records are merged."""
+    """One mapped record of a gold query: provenance, results (rank slots 1..n), where its
+    spans start in the collector's columns (:class:`_Spans`) and the merge keys of the results
+    without a span (by slot index); a mapped result's key is its span as a plain tuple, built
+    only when records are merged."""
 
     stub: _Stub
     located: tuple[LocatedResult, ...]
-    spans: list[DocSpan | None]
+    first: int
     unmapped_keys: dict[int, Hashable]
 
     def keys(self) -> tuple[Hashable, ...]:
+        unmapped = self.unmapped_keys
         return tuple(
-            self.unmapped_keys[index] if span is None else tuple(span)
-            for index, span in enumerate(self.spans)
+            unmapped.get(index, (r.document_id, r.start, r.end))
+            for index, r in enumerate(self.located)
         )
+
+
+class _Spans:
+    """Every mapped result's span, column by column, in the order mapped: a document code
+    (``-1``: no span) and the offsets; what the vectorised metrics read
+    (:func:`~spanchor_core.metrics.batch.score_columns`), without a span object per result."""
+
+    __slots__ = ("codes", "documents", "ends", "starts")
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.documents: list[int] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, spans: Sequence[DocSpan | None]) -> int:
+        """Append ``spans``; where they start."""
+        first = len(self.documents)
+        codes = self.codes
+        for span in spans:
+            if span is None:
+                self.documents.append(-1)
+                self.starts.append(0)
+                self.ends.append(0)
+            else:
+                self.documents.append(codes.setdefault(span[0], len(codes)))
+                self.starts.append(span[1])
+                self.ends.append(span[2])
+        return first
 
 
 class _Collector:
     """Resolves, maps and keeps every record of every gold query, batching the mapping.
 
-    Only what scoring needs survives a batch: each record's provenance (its results dropped)
-    and its mapped results with their merge keys — never the retrieved texts.
+    Only what scoring needs survives a batch: each record's provenance (its results dropped),
+    its mapped results with their merge keys, and their spans in columns — never the
+    retrieved texts.
     """
 
     def __init__(
@@ -181,6 +221,7 @@ class _Collector:
         self.unresolved: list[str] = []
         self.records = 0
         self.kept: dict[str, list[_Kept]] = {}
+        self.spans = _Spans()
         self.mapped = 0
         self._pending: list[tuple[str, _Stub, int]] = []
         self._requests: list[LocateRequest] = []
@@ -238,44 +279,65 @@ class _Collector:
             locations = []
         status_value = _STATUS_VALUE
         no_span = _NO_SPAN
+        ranks = [slot for _, _, count in self._pending for slot in range(1, count + 1)]
+        located = [
+            LocatedResult(
+                rank,
+                status_value[location.status],
+                location.document_id,
+                location.start,
+                location.end,
+                location.confidence,
+                location.hint_rejected,
+                location.resolved_by,
+                location.reason,
+            )
+            for rank, location in zip(ranks, locations, strict=True)
+        ]
+        spans = self.spans
+        codes, documents, starts, ends = spans.codes, spans.documents, spans.starts, spans.ends
+        base = len(documents)
+        unmapped: list[int] = []
+        for index, result in enumerate(located):
+            doc, start, end = result.document_id, result.start, result.end
+            # LocatedResult.span, without the property call
+            if (
+                result.status not in no_span
+                and doc is not None
+                and start is not None
+                and end is not None
+            ):
+                code = codes.get(doc)
+                if code is None:
+                    code = codes[doc] = len(codes)
+                documents.append(code)
+                starts.append(start)
+                ends.append(end)
+            else:
+                documents.append(-1)
+                starts.append(0)
+                ends.append(0)
+                unmapped.append(index)
+        keys: dict[int, Hashable] = {
+            index: _text_key(located[index].status, requests[index].text) for index in unmapped
+        }
         first = 0
+        kept = self.kept
+        pointer, n_unmapped = 0, len(unmapped)
         for qid, stub, count in self._pending:
-            located: list[LocatedResult] = []
-            spans: list[DocSpan | None] = []
+            end_at = first + count
             unmapped_keys: dict[int, Hashable] = {}
-            for slot in range(1, count + 1):
-                location = locations[first + slot - 1]
-                status = location.status
-                value = status_value.get(status)
-                if value is None:
-                    value = str(status.value)
-                doc, start, end = location.document_id, location.start, location.end
-                located.append(
-                    LocatedResult(
-                        slot,
-                        value,
-                        doc,
-                        start,
-                        end,
-                        location.confidence,
-                        location.hint_rejected,
-                        location.resolved_by,
-                        location.reason,
-                    )
-                )
-                # LocatedResult.span, without the property call
-                if (
-                    value not in no_span
-                    and doc is not None
-                    and start is not None
-                    and end is not None
-                ):
-                    spans.append(DocSpan(doc, start, end))
-                else:
-                    unmapped_keys[len(spans)] = _text_key(value, requests[first + slot - 1].text)
-                    spans.append(None)
-            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, unmapped_keys))
-            first += count
+            while pointer < n_unmapped and unmapped[pointer] < end_at:
+                index = unmapped[pointer]
+                unmapped_keys[index - first] = keys[index]
+                pointer += 1
+            found = kept.get(qid)
+            item = _Kept(stub, tuple(located[first:end_at]), base + first, unmapped_keys)
+            if found is None:
+                kept[qid] = [item]
+            else:
+                found.append(item)
+            first = end_at
         self.mapped += len(requests)
         self._pending = []
         self._requests = []
@@ -445,24 +507,63 @@ def _prepare(
     return ks, overlap, scored_ids, skipped
 
 
-def _trace_scores(
-    trace: GroupedTrace[LocatedResult],
-    anchors: tuple[DocSpan, ...],
-    plan: MetricPlan,
-    overlap: float,
-) -> tuple[dict[str, float], tuple[LocatedResult, ...]]:
-    """One trace's metrics and its results re-ranked in their merged order (slots 1..n)."""
-    results = tuple(
-        result if result.rank == slot else replace(result, rank=slot)
-        for slot, result in enumerate(trace.items, start=1)
-    )
-    return score_ranked(anchors, [result.span for result in results], plan, overlap), results
-
-
 def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if len(rows) == 1:
         return dict(rows[0])
     return {name: math.fsum(row[name] for row in rows) / len(rows) for name in rows[0]}
+
+
+_Pending = tuple[
+    tuple[DocSpan, ...],
+    list[int],
+    QueryStatus,
+    tuple[LocatedResult, ...],
+    MappingStats | None,
+    str | None,
+    tuple[TraceSummary, ...],
+]
+"""A query between the two passes of :func:`_finish`: anchors, its rows among the lists
+scored, status, results, mapping (``None``: no record), error and traces."""
+
+
+class _Lists:
+    """The ranked lists an evaluation scores, gathered so that they are scored together
+    (:func:`~spanchor_core.metrics.batch.score_columns`): each list is a run of the
+    collector's span columns (a record's results, or a merged trace appended to them)."""
+
+    __slots__ = ("counts", "firsts", "golds", "spans")
+
+    def __init__(self, spans: _Spans) -> None:
+        self.spans = spans
+        self.golds: list[tuple[DocSpan, ...]] = []
+        self.firsts: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, gold: tuple[DocSpan, ...], first: int, count: int) -> int:
+        """A list of ``count`` spans from column ``first``; its row."""
+        self.golds.append(gold)
+        self.firsts.append(first)
+        self.counts.append(count)
+        return len(self.golds) - 1
+
+    def score(self, plan: MetricPlan, overlap: float) -> list[dict[str, float]]:
+        """Every list's values, in the order added."""
+        spans = self.spans
+        counts = np.array(self.counts, dtype=np.int64)
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        # column positions of list q's results: firsts[q] .. firsts[q] + counts[q]
+        shift = np.array(self.firsts, dtype=np.int64) - offsets[:-1]
+        where = np.repeat(shift, counts) + np.arange(int(offsets[-1]), dtype=np.int64)
+        columns = RankedColumns(
+            offsets,
+            np.array(spans.documents, dtype=np.int64)[where],
+            np.array(spans.starts, dtype=np.int64)[where],
+            np.array(spans.ends, dtype=np.int64)[where],
+        )
+        names = [name for name, _, _ in plan]
+        values = score_columns(self.golds, columns, spans.codes, plan, overlap)
+        return [dict(zip(names, row, strict=True)) for row in values.tolist()]
 
 
 def _finish(
@@ -479,16 +580,22 @@ def _finish(
     run_warnings: Sequence[str],
     progress: ProgressCallback | None,
 ) -> Evaluation:
-    """Group each gold query's records, score them, and assemble the Evaluation."""
+    """Group each gold query's records, score them all at once, and assemble the Evaluation.
+
+    Two passes: the first decides what each query is scored on (its record's results, each
+    merged trace, or nothing) and gathers those lists; they are scored together; the second
+    builds each :class:`QueryEvaluation` from its rows.
+    """
     names = tuple(metric_names(ks))
     plan = metric_plan(ks, DEFAULT_METRICS)
-    queries: dict[str, QueryEvaluation] = {}
+    lists = _Lists(collector.spans)
     missing: list[str] = []
     errors: list[str] = []
     step = max(1, len(scored_ids) // 100)
     # one record under ``auto``/``first`` is scored exactly as it was returned (what
     # grouping gives for it, without building the retrieval and its ordering digest)
     plain = rule.kind in ("auto", "first")
+    pending: list[_Pending] = []
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
@@ -496,26 +603,21 @@ def _finish(
         kept = collector.kept.get(qid)
         if kept is None:
             missing.append(qid)
-            queries[qid] = QueryEvaluation(
-                qid, score_ranked(anchors, [], plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
-            )
+            row = lists.add(anchors, 0, 0)
+            pending.append((anchors, [row], QueryStatus.MISSING_IN_RUN, (), None, None, ()))
             continue
         if plain and len(kept) == 1:
             only = kept[0]
             error = only.stub.error
             if error is None:
-                metrics = score_ranked(anchors, only.spans, plan, overlap)
+                row = lists.add(anchors, only.first, len(only.located))
+                status = QueryStatus.SCORED
             else:
                 errors.append(qid)
-                metrics = score_ranked(anchors, [], plan, overlap)
-            queries[qid] = QueryEvaluation(
-                query_id=qid,
-                metrics=metrics,
-                status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
-                gold=anchors,
-                results=only.located,
-                mapping=MappingStats.of(only.located),
-                error=error,
+                row = lists.add(anchors, 0, 0)
+                status = QueryStatus.ERROR
+            pending.append(
+                (anchors, [row], status, only.located, MappingStats.of(only.located), error, ())
             )
             continue
         retrievals = [
@@ -523,16 +625,23 @@ def _finish(
             for ordinal, item in enumerate(kept)
         ]
         grouped = group_query(retrievals, rule)
-        scored = [_trace_scores(trace, anchors, plan, overlap) for trace in grouped.traces]
-        first = grouped.traces[0] if grouped.traces else None
-        error = None if first is None else first.error
+        rows: list[int] = []
+        located: tuple[LocatedResult, ...] = ()
+        for position, trace in enumerate(grouped.traces):
+            results = tuple(
+                result if result.rank == slot else replace(result, rank=slot)
+                for slot, result in enumerate(trace.items, start=1)
+            )
+            if position == 0:
+                located = results
+            first = collector.spans.add([result.span for result in results])
+            rows.append(lists.add(anchors, first, len(results)))
+        if not rows:  # a grouping rule left nothing: scored as an empty retrieval
+            rows.append(lists.add(anchors, 0, 0))
+        first_trace = grouped.traces[0] if grouped.traces else None
+        error = None if first_trace is None else first_trace.error
         if error is not None:
             errors.append(qid)
-        located = scored[0][1] if scored else ()
-        if scored:
-            metrics = _mean_metrics([row for row, _ in scored])
-        else:  # a grouping rule left nothing: scored as an empty retrieval
-            metrics = score_ranked(anchors, [], plan, overlap)
         traces = (
             tuple(
                 TraceSummary(t.trace_id, len(t.lines), t.sources, t.stage, t.error)
@@ -541,13 +650,30 @@ def _finish(
             if grouped.records > 1 or not grouped.traces
             else ()
         )
+        pending.append(
+            (
+                anchors,
+                rows,
+                QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+                located,
+                MappingStats.of([result for item in kept for result in item.located]),
+                error,
+                traces,
+            )
+        )
+
+    values = lists.score(plan, overlap)
+    queries: dict[str, QueryEvaluation] = {}
+    for qid, (anchors, rows, status, located, mapping, error, traces) in zip(
+        scored_ids, pending, strict=True
+    ):
         queries[qid] = QueryEvaluation(
             query_id=qid,
-            metrics=metrics,
-            status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+            metrics=values[rows[0]] if len(rows) == 1 else _mean_metrics([values[r] for r in rows]),
+            status=status,
             gold=anchors,
             results=located,
-            mapping=MappingStats.of([result for item in kept for result in item.located]),
+            mapping=MappingStats.of(()) if mapping is None else mapping,
             error=error,
             traces=traces,
         )
