@@ -87,6 +87,20 @@ def _ideal(pieces: tuple[int, ...], gold_chars: int, k: int) -> float:
     )
 
 
+def _ideal_cached(
+    pieces: tuple[int, ...],
+    gold_chars: int,
+    k: int,
+    cache: dict[tuple[tuple[int, ...], int, int], float],
+) -> float:
+    """:func:`_ideal`, once per distinct gold shape (every cutoff past the pieces is one)."""
+    key = (pieces, gold_chars, min(k, len(pieces)))
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _ideal(pieces, gold_chars, k)
+    return found
+
+
 def _pieces(gold: Sequence[DocSpan]) -> tuple[int, ...]:
     """Lengths of the maximal pieces of the gold union, largest first."""
     if len(gold) == 1:
@@ -348,6 +362,7 @@ def _score_group(
         anchor_lengths = np.where(g_real, g_ends - g_starts, 1)
         out = np.empty((q_count, len(entries)), dtype=np.float64)
         pieces: list[tuple[int, ...]] | None = None
+        ideal: dict[tuple[tuple[int, ...], int, int], float] = {}
         for column, (_, code, cutoff, _) in enumerate(entries):
             i = n_slots if cutoff is None else min(cutoff, n_slots)
             if code == _RECALL:
@@ -380,7 +395,10 @@ def _score_group(
                     else [cutoff] * q_count
                 )
                 best = np.array(
-                    [_ideal(p, g, k) for p, g, k in zip(pieces, chars, ks, strict=True)],
+                    [
+                        _ideal_cached(p, g, k, ideal)
+                        for p, g, k in zip(pieces, chars, ks, strict=True)
+                    ],
                     dtype=np.float64,
                 )
                 out[:, column] = np.minimum(1.0, dcg[:, i] / best)
