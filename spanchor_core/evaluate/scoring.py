@@ -36,6 +36,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
+from array import array
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -178,9 +179,10 @@ class _Spans:
 
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
-        self.documents: list[int] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
+        # typed arrays, not lists: 8 bytes an entry instead of a pointer and an int object
+        self.documents = array("q")
+        self.starts = array("q")
+        self.ends = array("q")
 
     def add(self, spans: Sequence[DocSpan | None]) -> int:
         """Append ``spans``; where they start."""
@@ -605,9 +607,9 @@ class _Lists:
         where = np.repeat(shift, counts) + np.arange(int(offsets[-1]), dtype=np.int64)
         columns = RankedColumns(
             offsets,
-            np.array(spans.documents, dtype=np.int64)[where],
-            np.array(spans.starts, dtype=np.int64)[where],
-            np.array(spans.ends, dtype=np.int64)[where],
+            np.frombuffer(spans.documents, dtype=np.int64)[where],
+            np.frombuffer(spans.starts, dtype=np.int64)[where],
+            np.frombuffer(spans.ends, dtype=np.int64)[where],
         )
         names = [name for name, _, _ in plan]
         values = score_columns(self.golds, columns, spans.codes, plan, overlap)
