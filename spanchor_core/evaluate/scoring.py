@@ -33,18 +33,20 @@ sample of it), min, max and ``n``.
 
 from __future__ import annotations
 
-import hashlib
+import gc
 import math
-from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+
+import numpy as np
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.checks import check_gold
+from spanchor_core.evaluate.collect import Collector, SpanColumns
 from spanchor_core.evaluate.model import (
     Evaluation,
     EvaluationSettings,
@@ -56,8 +58,8 @@ from spanchor_core.evaluate.model import (
     TraceSummary,
 )
 from spanchor_core.gold import GoldSet
-from spanchor_core.grouping import GroupedTrace, GroupRule, Retrieval, group_query, parse_group_rule
-from spanchor_core.locate import LocateRequest, Locator, MatchStatus
+from spanchor_core.grouping import GroupRule, Retrieval, group_query, parse_group_rule
+from spanchor_core.locate import Locator
 from spanchor_core.metrics import (
     DEFAULT_K,
     DEFAULT_METRICS,
@@ -67,220 +69,13 @@ from spanchor_core.metrics import (
     check_min_overlap,
     metric_names,
     metric_plan,
-    score_ranked,
 )
+from spanchor_core.metrics.batch import RankedColumns, score_columns
 from spanchor_core.runs import Run, RunHeader, RunStream
 from spanchor_core.runs.model import RecordFields
-from spanchor_core.runs.query_ids import lookup_query_id
 from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]
-
-
-# -- collecting and mapping records ---------------------------------------------------------------
-
-
-class _Tally:
-    """Which records count and which ids repeat, one record at a time.
-
-    :meth:`add` is called with the (resolved) query id of every record and says whether the
-    record belongs to a gold query; ids outside the gold set are listed once each.
-    """
-
-    __slots__ = ("_extra", "_gold", "_seen")
-
-    def __init__(self, gold: GoldSet) -> None:
-        self._gold = gold
-        self._seen: Counter[str] = Counter()
-        self._extra: list[str] = []
-
-    def add(self, query_id: str) -> bool:
-        self._seen[query_id] += 1
-        if query_id in self._gold:
-            return True
-        if self._seen[query_id] == 1:
-            self._extra.append(query_id)
-        return False
-
-    def duplicates(self) -> tuple[str, ...]:
-        """Ids with more than one record, sorted."""
-        return tuple(sorted(qid for qid, n in self._seen.items() if n > 1))
-
-    def not_in_gold(self) -> tuple[str, ...]:
-        """Ids not in the gold set, sorted."""
-        return tuple(sorted(self._extra))
-
-
-# status -> its value: reading ``.value`` off an enum member is a slow descriptor call.
-_STATUS_VALUE: dict[MatchStatus, str] = {status: str(status.value) for status in MatchStatus}
-
-
-_NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
-
-
-def _text_key(status: str, text: str | None) -> Hashable:
-    """What makes two unmapped results the same evidence when a trace's retrievals are merged:
-    their text (digested: the key must not depend on the process, since it also orders
-    retrievals), so two different unmapped texts are two results and the same text returned
-    twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
-    data = (text or "").encode("utf-8", "surrogatepass")
-    return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
-
-
-class _Stub(NamedTuple):
-    """What scoring keeps of a record once its results are mapped: its provenance, as
-    :class:`~spanchor_core.grouping.Provenance` reads it (never the retrieved texts)."""
-
-    query: str
-    error: str | None
-    source: str | None
-    stage: str | None
-    trace_id: str | None
-    sequence: int | None
-    line: int | None
-
-
-class _Kept(NamedTuple):
-    """One mapped record of a gold query: provenance, results (rank slots 1..n), their spans
-    (``None``: no span) and the merge keys of the results without one (by slot index); a
-    mapped result's key is its span as a plain tuple, built only when records are merged."""
-
-    stub: _Stub
-    located: tuple[LocatedResult, ...]
-    spans: list[DocSpan | None]
-    unmapped_keys: dict[int, Hashable]
-
-    def keys(self) -> tuple[Hashable, ...]:
-        return tuple(
-            self.unmapped_keys[index] if span is None else tuple(span)
-            for index, span in enumerate(self.spans)
-        )
-
-
-class _Collector:
-    """Resolves, maps and keeps every record of every gold query, batching the mapping.
-
-    Only what scoring needs survives a batch: each record's provenance (its results dropped)
-    and its mapped results with their merge keys — never the retrieved texts.
-    """
-
-    def __init__(
-        self,
-        corpus: Corpus,
-        gold: GoldSet,
-        scored: frozenset[str],
-        locator: Locator | None,
-        batch_results: int | None,
-        progress: ProgressCallback | None,
-    ) -> None:
-        self.corpus, self.gold, self.scored = corpus, gold, scored
-        self.locator = locator
-        self.batch_results = batch_results
-        self.progress = progress
-        self.tally = _Tally(gold)
-        self.unresolved: list[str] = []
-        self.records = 0
-        self.kept: dict[str, list[_Kept]] = {}
-        self.mapped = 0
-        self._pending: list[tuple[str, _Stub, int]] = []
-        self._requests: list[LocateRequest] = []
-        self._prefer: dict[str, tuple[DocSpan, ...]] = {}
-
-    def add(self, record: RecordFields) -> None:
-        """Take one record: resolve its id (:func:`~spanchor_core.runs.resolve_record`'s rule),
-        count it, and queue its results for mapping when it belongs to a scored query."""
-        self.records += 1
-        qid = record.query_id
-        if not qid:
-            found = lookup_query_id(self.gold, record.query)
-            if found is None:
-                self.unresolved.append(record.query)
-            else:
-                qid = found
-        if qid is None or not self.tally.add(qid) or qid not in self.scored:
-            return
-        if record.error is None:
-            prefer = self._prefer.get(qid)
-            if prefer is None:
-                prefer = self._prefer[qid] = tuple(a.span for a in self.gold[qid].anchors)
-            # prefer (the query's gold spans) settles text found equally well in several
-            # places in favour of the copy the gold names: the retriever returned the evidence
-            # text and cannot know which copy the annotator anchored (resolved_by="gold")
-            self._requests.extend(
-                [
-                    LocateRequest(text=text, document_id=doc, start=start, end=end, prefer=prefer)
-                    for text, doc, start, end in record.results
-                ]
-            )
-            count = len(record.results)
-        else:  # scored as an empty retrieval: nothing to map
-            count = 0
-        stub = _Stub(
-            record.query,
-            record.error,
-            record.source,
-            record.stage,
-            record.trace_id,
-            record.sequence,
-            record.line,
-        )
-        self._pending.append((qid, stub, count))
-        if self.batch_results is not None and len(self._requests) >= self.batch_results:
-            self.flush()
-
-    def flush(self) -> None:
-        requests = self._requests
-        if requests:
-            if self.locator is None:
-                self.locator = Locator(self.corpus)
-            locations = self.locator.locate_many(requests)
-        else:
-            locations = []
-        status_value = _STATUS_VALUE
-        no_span = _NO_SPAN
-        first = 0
-        for qid, stub, count in self._pending:
-            located: list[LocatedResult] = []
-            spans: list[DocSpan | None] = []
-            unmapped_keys: dict[int, Hashable] = {}
-            for slot in range(1, count + 1):
-                location = locations[first + slot - 1]
-                status = location.status
-                value = status_value.get(status)
-                if value is None:
-                    value = str(status.value)
-                doc, start, end = location.document_id, location.start, location.end
-                located.append(
-                    LocatedResult(
-                        slot,
-                        value,
-                        doc,
-                        start,
-                        end,
-                        location.confidence,
-                        location.hint_rejected,
-                        location.resolved_by,
-                        location.reason,
-                    )
-                )
-                # LocatedResult.span, without the property call
-                if (
-                    value not in no_span
-                    and doc is not None
-                    and start is not None
-                    and end is not None
-                ):
-                    spans.append(DocSpan(doc, start, end))
-                else:
-                    unmapped_keys[len(spans)] = _text_key(value, requests[first + slot - 1].text)
-                    spans.append(None)
-            self.kept.setdefault(qid, []).append(_Kept(stub, tuple(located), spans, unmapped_keys))
-            first += count
-        self.mapped += len(requests)
-        self._pending = []
-        self._requests = []
-        if self.progress is not None and self.batch_results is not None:
-            self.progress("map", self.mapped, 0)
 
 
 def evaluate(
@@ -379,9 +174,54 @@ def _evaluate_records(
     batch_results: int | None,
 ) -> Evaluation:
     """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream`."""
+    with _collector_paused():
+        return _score_records(
+            corpus,
+            gold,
+            source,
+            k=k,
+            min_overlap=min_overlap,
+            locator=locator,
+            progress=progress,
+            group=group,
+            batch_results=batch_results,
+        )
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a run is scored, and restored after.
+
+    Scoring creates a few objects per result (requests, locations, located results), none of
+    them in a reference cycle; every few hundred allocations the collector runs anyway, and
+    its older generations walk every live object — the corpus, the gold set, the index —
+    freeing nothing: half a second of a 10,000-query evaluation. Reference counting still
+    frees everything as before; a collector the caller had disabled stays disabled.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _score_records(
+    corpus: Corpus,
+    gold: GoldSet,
+    source: Run | RunStream,
+    *,
+    k: Sequence[int],
+    min_overlap: float,
+    locator: Locator | None,
+    progress: ProgressCallback | None,
+    group: GroupRule | str,
+    batch_results: int | None,
+) -> Evaluation:
     rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
-    collector = _Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
+    collector = Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
     if isinstance(source, Run):
         total = sum(len(r.results) for r in source.records if r.error is None)
         if progress is not None:
@@ -445,24 +285,63 @@ def _prepare(
     return ks, overlap, scored_ids, skipped
 
 
-def _trace_scores(
-    trace: GroupedTrace[LocatedResult],
-    anchors: tuple[DocSpan, ...],
-    plan: MetricPlan,
-    overlap: float,
-) -> tuple[dict[str, float], tuple[LocatedResult, ...]]:
-    """One trace's metrics and its results re-ranked in their merged order (slots 1..n)."""
-    results = tuple(
-        result if result.rank == slot else replace(result, rank=slot)
-        for slot, result in enumerate(trace.items, start=1)
-    )
-    return score_ranked(anchors, [result.span for result in results], plan, overlap), results
-
-
 def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if len(rows) == 1:
         return dict(rows[0])
     return {name: math.fsum(row[name] for row in rows) / len(rows) for name in rows[0]}
+
+
+_Pending = tuple[
+    tuple[DocSpan, ...],
+    list[int],
+    QueryStatus,
+    tuple[LocatedResult, ...],
+    MappingStats | None,
+    str | None,
+    tuple[TraceSummary, ...],
+]
+"""A query between the two passes of :func:`_finish`: anchors, its rows among the lists
+scored, status, results, mapping (``None``: no record), error and traces."""
+
+
+class _Lists:
+    """The ranked lists an evaluation scores, gathered so that they are scored together
+    (:func:`~spanchor_core.metrics.batch.score_columns`): each list is a run of the
+    collector's span columns (a record's results, or a merged trace appended to them)."""
+
+    __slots__ = ("counts", "firsts", "golds", "spans")
+
+    def __init__(self, spans: SpanColumns) -> None:
+        self.spans = spans
+        self.golds: list[tuple[DocSpan, ...]] = []
+        self.firsts: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, gold: tuple[DocSpan, ...], first: int, count: int) -> int:
+        """A list of ``count`` spans from column ``first``; its row."""
+        self.golds.append(gold)
+        self.firsts.append(first)
+        self.counts.append(count)
+        return len(self.golds) - 1
+
+    def score(self, plan: MetricPlan, overlap: float) -> list[dict[str, float]]:
+        """Every list's values, in the order added."""
+        spans = self.spans
+        counts = np.array(self.counts, dtype=np.int64)
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        # column positions of list q's results: firsts[q] .. firsts[q] + counts[q]
+        shift = np.array(self.firsts, dtype=np.int64) - offsets[:-1]
+        where = np.repeat(shift, counts) + np.arange(int(offsets[-1]), dtype=np.int64)
+        columns = RankedColumns(
+            offsets,
+            np.frombuffer(spans.documents, dtype=np.int64)[where],
+            np.frombuffer(spans.starts, dtype=np.int64)[where],
+            np.frombuffer(spans.ends, dtype=np.int64)[where],
+        )
+        names = [name for name, _, _ in plan]
+        values = score_columns(self.golds, columns, spans.codes, plan, overlap)
+        return [dict(zip(names, row, strict=True)) for row in values.tolist()]
 
 
 def _finish(
@@ -472,23 +351,29 @@ def _finish(
     overlap: float,
     scored_ids: Sequence[str],
     skipped: dict[str, str],
-    collector: _Collector,
+    collector: Collector,
     rule: GroupRule,
     header: RunHeader,
     run_path: Path | None,
     run_warnings: Sequence[str],
     progress: ProgressCallback | None,
 ) -> Evaluation:
-    """Group each gold query's records, score them, and assemble the Evaluation."""
+    """Group each gold query's records, score them all at once, and assemble the Evaluation.
+
+    Two passes: the first decides what each query is scored on (its record's results, each
+    merged trace, or nothing) and gathers those lists; they are scored together; the second
+    builds each :class:`QueryEvaluation` from its rows.
+    """
     names = tuple(metric_names(ks))
     plan = metric_plan(ks, DEFAULT_METRICS)
-    queries: dict[str, QueryEvaluation] = {}
+    lists = _Lists(collector.spans)
     missing: list[str] = []
     errors: list[str] = []
     step = max(1, len(scored_ids) // 100)
     # one record under ``auto``/``first`` is scored exactly as it was returned (what
     # grouping gives for it, without building the retrieval and its ordering digest)
     plain = rule.kind in ("auto", "first")
+    pending: list[_Pending] = []
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
@@ -496,26 +381,21 @@ def _finish(
         kept = collector.kept.get(qid)
         if kept is None:
             missing.append(qid)
-            queries[qid] = QueryEvaluation(
-                qid, score_ranked(anchors, [], plan, overlap), QueryStatus.MISSING_IN_RUN, anchors
-            )
+            row = lists.add(anchors, 0, 0)
+            pending.append((anchors, [row], QueryStatus.MISSING_IN_RUN, (), None, None, ()))
             continue
         if plain and len(kept) == 1:
             only = kept[0]
             error = only.stub.error
             if error is None:
-                metrics = score_ranked(anchors, only.spans, plan, overlap)
+                row = lists.add(anchors, only.first, len(only.located))
+                status = QueryStatus.SCORED
             else:
                 errors.append(qid)
-                metrics = score_ranked(anchors, [], plan, overlap)
-            queries[qid] = QueryEvaluation(
-                query_id=qid,
-                metrics=metrics,
-                status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
-                gold=anchors,
-                results=only.located,
-                mapping=MappingStats.of(only.located),
-                error=error,
+                row = lists.add(anchors, 0, 0)
+                status = QueryStatus.ERROR
+            pending.append(
+                (anchors, [row], status, only.located, MappingStats.of(only.located), error, ())
             )
             continue
         retrievals = [
@@ -523,16 +403,23 @@ def _finish(
             for ordinal, item in enumerate(kept)
         ]
         grouped = group_query(retrievals, rule)
-        scored = [_trace_scores(trace, anchors, plan, overlap) for trace in grouped.traces]
-        first = grouped.traces[0] if grouped.traces else None
-        error = None if first is None else first.error
+        rows: list[int] = []
+        located: tuple[LocatedResult, ...] = ()
+        for position, trace in enumerate(grouped.traces):
+            results = tuple(
+                result if result.rank == slot else replace(result, rank=slot)
+                for slot, result in enumerate(trace.items, start=1)
+            )
+            if position == 0:
+                located = results
+            first = collector.spans.add([result.span for result in results])
+            rows.append(lists.add(anchors, first, len(results)))
+        if not rows:  # a grouping rule left nothing: scored as an empty retrieval
+            rows.append(lists.add(anchors, 0, 0))
+        first_trace = grouped.traces[0] if grouped.traces else None
+        error = None if first_trace is None else first_trace.error
         if error is not None:
             errors.append(qid)
-        located = scored[0][1] if scored else ()
-        if scored:
-            metrics = _mean_metrics([row for row, _ in scored])
-        else:  # a grouping rule left nothing: scored as an empty retrieval
-            metrics = score_ranked(anchors, [], plan, overlap)
         traces = (
             tuple(
                 TraceSummary(t.trace_id, len(t.lines), t.sources, t.stage, t.error)
@@ -541,13 +428,30 @@ def _finish(
             if grouped.records > 1 or not grouped.traces
             else ()
         )
+        pending.append(
+            (
+                anchors,
+                rows,
+                QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+                located,
+                MappingStats.of([result for item in kept for result in item.located]),
+                error,
+                traces,
+            )
+        )
+
+    values = lists.score(plan, overlap)
+    queries: dict[str, QueryEvaluation] = {}
+    for qid, (anchors, rows, status, located, mapping, error, traces) in zip(
+        scored_ids, pending, strict=True
+    ):
         queries[qid] = QueryEvaluation(
             query_id=qid,
-            metrics=metrics,
-            status=QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+            metrics=values[rows[0]] if len(rows) == 1 else _mean_metrics([values[r] for r in rows]),
+            status=status,
             gold=anchors,
             results=located,
-            mapping=MappingStats.of([result for item in kept for result in item.located]),
+            mapping=MappingStats.of(()) if mapping is None else mapping,
             error=error,
             traces=traces,
         )

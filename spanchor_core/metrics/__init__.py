@@ -5,8 +5,9 @@ over a ranked list (:func:`measure_coverage`, in :mod:`.coverage`) records, afte
 many gold and retrieved characters are covered; every metric at every K is then a lookup in that
 record (:mod:`.registry` holds the metrics, one signature each, with their exact definitions).
 :mod:`.names` checks cutoffs and reads names like ``recall@5``; :mod:`.compute` evaluates a
-registry over one coverage record; :mod:`.fused` computes a whole plan in one walk, the same
-values bit for bit, for the evaluation's hot path.
+registry over one coverage record; :mod:`.fused` computes a whole plan in one walk, and
+:mod:`.batch` for many ranked lists at once with numpy (the evaluation's hot path), both the
+same values bit for bit.
 
 Conventions (they hold for every metric of :mod:`.registry`):
 
@@ -32,6 +33,7 @@ Conventions (they hold for every metric of :mod:`.registry`):
 
 from __future__ import annotations
 
+from spanchor_core.metrics.batch import RankedColumns, score_columns, score_many
 from spanchor_core.metrics.compute import (
     MetricPlan,
     apply_plan,
@@ -59,6 +61,7 @@ __all__ = [
     "Metric",
     "MetricFunction",
     "MetricPlan",
+    "RankedColumns",
     "RankedCoverage",
     "apply_plan",
     "check_k",
@@ -69,6 +72,8 @@ __all__ = [
     "metric_parts",
     "metric_plan",
     "parse_cutoff",
+    "score_columns",
+    "score_many",
     "score_ranked",
     "split_metric_name",
 ]

@@ -1,0 +1,290 @@
+"""Collecting a run's records for scoring: :class:`Collector` resolves each record's query id,
+counts it, maps its results in batches (:meth:`~spanchor_core.locate.Locator.locate_many`) and
+keeps only what scoring needs — provenance, the located results, their spans in columns
+(:class:`SpanColumns`) and the merge keys of unmapped results, never the retrieved texts.
+
+The scoring rules themselves are documented in :mod:`spanchor_core.evaluate.scoring`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import NamedTuple
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.evaluate.model import LocatedResult, ProgressCallback
+from spanchor_core.gold import GoldSet
+from spanchor_core.locate import LocateRequest, Locator, MatchStatus
+from spanchor_core.runs.model import RecordFields
+from spanchor_core.runs.query_ids import lookup_query_id
+from spanchor_core.spans import DocSpan
+
+__all__ = ["Collector", "SpanColumns"]
+
+
+class _Tally:
+    """Which records count and which ids repeat, one record at a time.
+
+    :meth:`add` is called with the (resolved) query id of every record and says whether the
+    record belongs to a gold query; ids outside the gold set are listed once each.
+    """
+
+    __slots__ = ("_extra", "_gold", "_seen")
+
+    def __init__(self, gold: GoldSet) -> None:
+        self._gold = gold
+        self._seen: Counter[str] = Counter()
+        self._extra: list[str] = []
+
+    def add(self, query_id: str) -> bool:
+        self._seen[query_id] += 1
+        if query_id in self._gold:
+            return True
+        if self._seen[query_id] == 1:
+            self._extra.append(query_id)
+        return False
+
+    def duplicates(self) -> tuple[str, ...]:
+        """Ids with more than one record, sorted."""
+        return tuple(sorted(qid for qid, n in self._seen.items() if n > 1))
+
+    def not_in_gold(self) -> tuple[str, ...]:
+        """Ids not in the gold set, sorted."""
+        return tuple(sorted(self._extra))
+
+
+class _StatusValues(dict[MatchStatus, str]):
+    """status -> its value: reading ``.value`` off an enum member is a slow descriptor call."""
+
+    def __missing__(self, status: MatchStatus) -> str:
+        return str(status.value)
+
+
+_STATUS_VALUE = _StatusValues({status: str(status.value) for status in MatchStatus})
+
+
+_NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
+
+
+def _text_key(status: str, text: str | None) -> Hashable:
+    """What makes two unmapped results the same evidence when a trace's retrievals are merged:
+    their text (digested: the key must not depend on the process, since it also orders
+    retrievals), so two different unmapped texts are two results and the same text returned
+    twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
+    data = (text or "").encode("utf-8", "surrogatepass")
+    return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
+
+
+class _Stub(NamedTuple):
+    """What scoring keeps of a record once its results are mapped: its provenance, as
+    :class:`~spanchor_core.grouping.Provenance` reads it (never the retrieved texts)."""
+
+    query: str
+    error: str | None
+    source: str | None
+    stage: str | None
+    trace_id: str | None
+    sequence: int | None
+    line: int | None
+
+
+class _Kept(NamedTuple):
+    """One mapped record of a gold query: provenance, results (rank slots 1..n), where its
+    spans start in the collector's columns (:class:`SpanColumns`) and the merge keys of the results
+    without a span (by slot index); a mapped result's key is its span as a plain tuple, built
+    only when records are merged."""
+
+    stub: _Stub
+    located: tuple[LocatedResult, ...]
+    first: int
+    unmapped_keys: dict[int, Hashable]
+
+    def keys(self) -> tuple[Hashable, ...]:
+        unmapped = self.unmapped_keys
+        return tuple(
+            unmapped.get(index, (r.document_id, r.start, r.end))
+            for index, r in enumerate(self.located)
+        )
+
+
+class SpanColumns:
+    """Every mapped result's span, column by column, in the order mapped: a document code
+    (``-1``: no span) and the offsets; what the vectorised metrics read
+    (:func:`~spanchor_core.metrics.batch.score_columns`), without a span object per result."""
+
+    __slots__ = ("codes", "documents", "ends", "starts")
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        # typed arrays, not lists: 8 bytes an entry instead of a pointer and an int object
+        self.documents = array("q")
+        self.starts = array("q")
+        self.ends = array("q")
+
+    def add(self, spans: Sequence[DocSpan | None]) -> int:
+        """Append ``spans``; where they start."""
+        first = len(self.documents)
+        codes = self.codes
+        for span in spans:
+            if span is None:
+                self.documents.append(-1)
+                self.starts.append(0)
+                self.ends.append(0)
+            else:
+                self.documents.append(codes.setdefault(span[0], len(codes)))
+                self.starts.append(span[1])
+                self.ends.append(span[2])
+        return first
+
+
+class Collector:
+    """Resolves, maps and keeps every record of every gold query, batching the mapping.
+
+    Only what scoring needs survives a batch: each record's provenance (its results dropped),
+    its mapped results with their merge keys, and their spans in columns — never the
+    retrieved texts.
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        gold: GoldSet,
+        scored: frozenset[str],
+        locator: Locator | None,
+        batch_results: int | None,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.corpus, self.gold, self.scored = corpus, gold, scored
+        self.locator = locator
+        self.batch_results = batch_results
+        self.progress = progress
+        self.tally = _Tally(gold)
+        self.unresolved: list[str] = []
+        self.records = 0
+        self.kept: dict[str, list[_Kept]] = {}
+        self.spans = SpanColumns()
+        self.mapped = 0
+        self._pending: list[tuple[str, _Stub, int]] = []
+        self._requests: list[LocateRequest] = []
+        self._prefer: dict[str, tuple[DocSpan, ...]] = {}
+
+    def add(self, record: RecordFields) -> None:
+        """Take one record: resolve its id (:func:`~spanchor_core.runs.resolve_record`'s rule),
+        count it, and queue its results for mapping when it belongs to a scored query."""
+        self.records += 1
+        qid = record.query_id
+        if not qid:
+            found = lookup_query_id(self.gold, record.query)
+            if found is None:
+                self.unresolved.append(record.query)
+            else:
+                qid = found
+        if qid is None or not self.tally.add(qid) or qid not in self.scored:
+            return
+        if record.error is None:
+            prefer = self._prefer.get(qid)
+            if prefer is None:
+                prefer = self._prefer[qid] = tuple(a.span for a in self.gold[qid].anchors)
+            # prefer (the query's gold spans) settles text found equally well in several
+            # places in favour of the copy the gold names: the retriever returned the evidence
+            # text and cannot know which copy the annotator anchored (resolved_by="gold")
+            # positional: keyword arguments cost a third more, per result
+            self._requests.extend(
+                [
+                    LocateRequest(text, doc, start, end, prefer)
+                    for text, doc, start, end in record.results
+                ]
+            )
+            count = len(record.results)
+        else:  # scored as an empty retrieval: nothing to map
+            count = 0
+        stub = _Stub(
+            record.query,
+            record.error,
+            record.source,
+            record.stage,
+            record.trace_id,
+            record.sequence,
+            record.line,
+        )
+        self._pending.append((qid, stub, count))
+        if self.batch_results is not None and len(self._requests) >= self.batch_results:
+            self.flush()
+
+    def flush(self) -> None:
+        requests = self._requests
+        if requests:
+            if self.locator is None:
+                self.locator = Locator(self.corpus)
+            locations = self.locator.locate_many(requests)
+        else:
+            locations = []
+        status_value = _STATUS_VALUE
+        no_span = _NO_SPAN
+        ranks = [slot for _, _, count in self._pending for slot in range(1, count + 1)]
+        located = [
+            LocatedResult(
+                rank,
+                status_value[location.status],
+                location.document_id,
+                location.start,
+                location.end,
+                location.confidence,
+                location.hint_rejected,
+                location.resolved_by,
+                location.reason,
+            )
+            for rank, location in zip(ranks, locations, strict=True)
+        ]
+        spans = self.spans
+        codes, documents, starts, ends = spans.codes, spans.documents, spans.starts, spans.ends
+        base = len(documents)
+        unmapped: list[int] = []
+        for index, result in enumerate(located):
+            doc, start, end = result.document_id, result.start, result.end
+            # LocatedResult.span, without the property call
+            if (
+                result.status not in no_span
+                and doc is not None
+                and start is not None
+                and end is not None
+            ):
+                code = codes.get(doc)
+                if code is None:
+                    code = codes[doc] = len(codes)
+                documents.append(code)
+                starts.append(start)
+                ends.append(end)
+            else:
+                documents.append(-1)
+                starts.append(0)
+                ends.append(0)
+                unmapped.append(index)
+        keys: dict[int, Hashable] = {
+            index: _text_key(located[index].status, requests[index].text) for index in unmapped
+        }
+        first = 0
+        kept = self.kept
+        pointer, n_unmapped = 0, len(unmapped)
+        for qid, stub, count in self._pending:
+            end_at = first + count
+            unmapped_keys: dict[int, Hashable] = {}
+            while pointer < n_unmapped and unmapped[pointer] < end_at:
+                index = unmapped[pointer]
+                unmapped_keys[index - first] = keys[index]
+                pointer += 1
+            found = kept.get(qid)
+            item = _Kept(stub, tuple(located[first:end_at]), base + first, unmapped_keys)
+            if found is None:
+                kept[qid] = [item]
+            else:
+                found.append(item)
+            first = end_at
+        self.mapped += len(requests)
+        self._pending = []
+        self._requests = []
+        if self.progress is not None and self.batch_results is not None:
+            self.progress("map", self.mapped, 0)
