@@ -11,12 +11,14 @@ and one that runs into the next document is dropped.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Final
 
 import numpy as np
 
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts, Occurrence
 from spanchor_core.locate.hashing import KgramHasher
+from spanchor_core.locate.sampled import SAMPLE_K, SampledIndex, code_blocks
 from spanchor_core.locate.text import code_points, fold, non_space_mask, normalise
 
 __all__ = ["CorpusScanner"]
@@ -32,6 +34,23 @@ class CorpusScanner:
     def __init__(self, documents: CorpusTexts) -> None:
         self.documents = documents
         self._hashers: dict[int, KgramHasher] = {}
+        self._lock = threading.Lock()
+        self._passes = [0, 0]  # full scan passes run so far: exact, normalised
+        self._sampled: list[SampledIndex | None] = [None, None]
+
+    def sampled_index(self, *, normalised: bool, wanted: int) -> SampledIndex | None:
+        """The sampled k-gram index of the text (or of its normalised stream), for ``wanted``
+        short texts: built once a full scan pass has been needed before and this batch would
+        need another (a run of many short texts); until then ``None`` (scan instead)."""
+        view = int(normalised)
+        with self._lock:
+            built = self._sampled[view]
+            if built is None and self._passes[view] and wanted >= _SCAN_BATCH_MIN:
+                hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
+                blocks = code_blocks(self.documents, normalised=normalised)
+                built = SampledIndex(hasher, blocks, self.documents.total)
+                self._sampled[view] = built
+            return built
 
     def find_all(self, needles: list[str], *, normalised: bool) -> list[list[Occurrence]]:
         """Every occurrence of each needle (canonical text, or normalised with ``normalised``).
@@ -49,6 +68,7 @@ class CorpusScanner:
             if not group or (not normalised and len(group) < _SCAN_BATCH_MIN):
                 continue
             k = min(_SCAN_K, min(len(needles[i]) for i in group))
+            self._passes[int(normalised)] += 1
             hits = self.scan_pass([needles[i] for i in group], k, normalised=normalised)
             for i, occ in zip(group, hits, strict=True):
                 found[i] = occ
