@@ -27,7 +27,7 @@ from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.hashing import I64
 from spanchor_core.locate.normalised_view import NormalisedView
-from spanchor_core.locate.sampled import place
+from spanchor_core.locate.sampled import Candidates, place
 from spanchor_core.locate.text import normalise
 
 __all__ = ["IndexLookup", "find_occurrences"]
@@ -36,8 +36,8 @@ IndexLookup = Callable[[list[str]], list[list[Occurrence] | None]]
 """Confirmed occurrences of each text via an index; ``None``: the index cannot tell."""
 
 _BUDGET_SHARE: Final = 16  # candidates enumerated per call: at most the corpus size / this
-
-Candidates = list[tuple[int, int]]
+_FIND_MAX: Final = 32  # up to this many short normalised texts: str.find rather than a pass
+_FIND_SHORTEST: Final = 4  # shorter normalised texts keep the scanner's own path
 
 
 def find_occurrences(
@@ -70,6 +70,14 @@ def find_occurrences(
             budget = max(1, ctx.documents.total // _BUDGET_SHARE)
             hits = sampled.candidates(texts, starts, lengths, budget)
             scan += _confirm_into(ctx, usable, texts, hits, found, normalised=normalised)
+        # a few normalised texts too short for the sampled index: str.find in the normalised
+        # stream, not a rolling-hash pass over the corpus
+        few = [i for i in scan if len(needles[i]) >= _FIND_SHORTEST]
+        if sampled is not None and normalised and 0 < len(few) <= _FIND_MAX:
+            scan = [i for i in scan if len(needles[i]) < _FIND_SHORTEST]
+            texts = [needles[i] for i in few]
+            hits = _stream_candidates(ctx, texts)
+            scan += _confirm_into(ctx, few, texts, hits, found, normalised=True)
     scanned = ctx.scanner.find_all([needles[i] for i in scan], normalised=normalised)
     found.update(zip(scan, scanned, strict=True))
     return [found[i] for i in range(len(needles))]
@@ -81,6 +89,19 @@ def _coordinates(ctx: SearchContext, *, normalised: bool) -> tuple[I64, I64]:
         view = ctx.normalised_view()
         return view.starts, view.lengths
     return ctx.documents.starts, ctx.documents.lengths
+
+
+def _stream_candidates(ctx: SearchContext, norms: list[str]) -> list[Candidates | None]:
+    """Candidates of each normalised text by ``str.find`` in the normalised stream."""
+    starts, lengths = _coordinates(ctx, normalised=True)
+    out: list[Candidates | None] = []
+    for norm in norms:
+        pos = np.array(ctx.scanner.find_normalised(norm), dtype=np.int64)
+        docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
+        local = pos - starts[docs]
+        ok = (local >= 0) & (local + len(norm) <= lengths[docs])
+        out.append((docs[ok].tolist(), local[ok].tolist()))
+    return out
 
 
 def _frequent_candidates(
@@ -110,7 +131,7 @@ def _frequent_candidates(
     if not len(affordable):
         return out
     for slot in affordable.tolist():
-        out[slot] = []
+        out[slot] = ([], [])
     affordable.sort()
     need = np.array([len(t) for t in texts], dtype=np.int64)
     place(
@@ -145,11 +166,15 @@ def _confirm_into(
             rest.append(slot)
         elif view is None:
             size = len(text)
-            found[slot] = [(d, s, s + size) for d, s in cands if sources[d].startswith(text, s)]
+            found[slot] = [
+                (d, s, s + size)
+                for d, s in zip(cands[0], cands[1], strict=True)
+                if sources[d].startswith(text, s)
+            ]
         else:
             occ: list[Occurrence] = []
             last = len(text) - 1
-            for d, s in cands:
+            for d, s in zip(cands[0], cands[1], strict=True):
                 source = sources[d]
                 cs = view.to_canonical(source, d, s)
                 ce = view.to_canonical(source, d, s + last) + 1

@@ -26,7 +26,7 @@ from spanchor_core.locate.hashing import I64, KgramHasher
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.text import code_points, fold, non_space_mask
 
-__all__ = ["SAMPLE_K", "STEP", "SampledIndex", "code_blocks", "place"]
+__all__ = ["SAMPLE_K", "STEP", "Candidates", "SampledIndex", "code_blocks", "place"]
 
 SAMPLE_K: Final = 12  # k-gram of the sampled index
 STEP: Final = 8  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
@@ -34,7 +34,8 @@ _OPTIONS: Final = 3  # offsets tried per residue: the rarest of the first three 
 _BATCH_ROWS: Final = 2_048  # texts hashed per numpy pass
 _CHUNK_ENTRIES: Final = 1 << 16  # index entries enumerated per numpy pass (bounded memory)
 
-Candidates = list[tuple[int, int]]
+Candidates = tuple[list[int], list[int]]
+"""The documents and local starts where one text may occur, in position order."""
 
 
 def code_blocks(documents: CorpusTexts, *, normalised: bool) -> Iterator[npt.NDArray[np.uint32]]:
@@ -133,7 +134,7 @@ class SampledIndex:
             return out
         affordable.sort()
         for slot in affordable.tolist():
-            out[slot] = []
+            out[slot] = ([], [])
         need = np.array([len(t) for t in texts], dtype=np.int64)
         slots = np.repeat(affordable, STEP)
         place(
@@ -161,7 +162,7 @@ def place(
     lengths: I64,
     out: list[Candidates | None],
 ) -> None:
-    """Append to ``out[slot]`` (a list) the ``(document, local start)`` that index entries
+    """Set ``out[slot]`` to the ``(documents, local starts)`` that index entries
     ``first .. first + count`` point at for a k-gram at offset ``offs`` of text ``slot`` (of
     ``need[slot]`` characters), in position order per text; places that would run past their
     document's end are dropped. ``slots`` is sorted; entries are enumerated a bounded number at
@@ -182,11 +183,12 @@ def place(
         local = pos - starts[docs]
         ok = (pos >= 0) & (local >= 0) & (local + need[where] <= lengths[docs])
         where, docs, local = where[ok], docs[ok], local[ok]
-        sort = np.lexsort((local, docs, where))
-        for slot, d, s in zip(
-            where[sort].tolist(), docs[sort].tolist(), local[sort].tolist(), strict=True
-        ):
-            hits = out[slot]
-            if hits is not None:
-                hits.append((d, s))
         lo = hi
+        if not len(where):
+            continue
+        sort = np.lexsort((local, docs, where))
+        where, docs, local = where[sort], docs[sort].tolist(), local[sort].tolist()
+        # each text's candidates are one run of ``where`` (texts are never split across passes)
+        heads = np.flatnonzero(np.diff(where, prepend=-1)).tolist()
+        for a, b in zip(heads, [*heads[1:], len(where)], strict=True):
+            out[int(where[a])] = (docs[a:b], local[a:b])
