@@ -18,7 +18,7 @@ one answers never changes the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import numpy as np
@@ -26,8 +26,7 @@ import numpy as np
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.hashing import I64
-from spanchor_core.locate.normalised_view import NormalisedView
-from spanchor_core.locate.sampled import Candidates, place
+from spanchor_core.locate.sampled import Sink, place
 from spanchor_core.locate.text import normalise
 
 __all__ = ["IndexLookup", "find_occurrences"]
@@ -58,8 +57,9 @@ def find_occurrences(
     scan: list[int] = []
     if frequent:
         texts = [needles[i] for i in frequent]
-        hits = _frequent_candidates(ctx, texts, normalised=normalised)
-        scan += _confirm_into(ctx, frequent, texts, hits, found, normalised=normalised)
+        sink = _confirmer(ctx, frequent, texts, found, normalised=normalised)
+        answered = _frequent_candidates(ctx, texts, sink, normalised=normalised)
+        scan += _unanswered(frequent, answered, found)
     if short:
         sampled = ctx.scanner.sampled_index(normalised=normalised, wanted=len(short))
         usable = [i for i in short if sampled is not None and len(needles[i]) >= sampled.shortest]
@@ -68,16 +68,18 @@ def find_occurrences(
             texts = [needles[i] for i in usable]
             starts, lengths = _coordinates(ctx, normalised=normalised)
             budget = max(1, ctx.documents.total // _BUDGET_SHARE)
-            hits = sampled.candidates(texts, starts, lengths, budget)
-            scan += _confirm_into(ctx, usable, texts, hits, found, normalised=normalised)
+            sink = _confirmer(ctx, usable, texts, found, normalised=normalised)
+            answered = sampled.candidates(texts, starts, lengths, budget, sink)
+            scan += _unanswered(usable, answered, found)
         # a few normalised texts too short for the sampled index: str.find in the normalised
         # stream, not a rolling-hash pass over the corpus
         few = [i for i in scan if len(needles[i]) >= _FIND_SHORTEST]
         if sampled is not None and normalised and 0 < len(few) <= _FIND_MAX:
             scan = [i for i in scan if len(needles[i]) < _FIND_SHORTEST]
             texts = [needles[i] for i in few]
-            hits = _stream_candidates(ctx, texts)
-            scan += _confirm_into(ctx, few, texts, hits, found, normalised=True)
+            sink = _confirmer(ctx, few, texts, found, normalised=True)
+            _stream_candidates(ctx, texts, sink)
+            scan += _unanswered(few, range(len(few)), found)
     scanned = ctx.scanner.find_all([needles[i] for i in scan], normalised=normalised)
     found.update(zip(scan, scanned, strict=True))
     return [found[i] for i in range(len(needles))]
@@ -91,24 +93,23 @@ def _coordinates(ctx: SearchContext, *, normalised: bool) -> tuple[I64, I64]:
     return ctx.documents.starts, ctx.documents.lengths
 
 
-def _stream_candidates(ctx: SearchContext, norms: list[str]) -> list[Candidates | None]:
+def _stream_candidates(ctx: SearchContext, norms: list[str], sink: Sink) -> None:
     """Candidates of each normalised text by ``str.find`` in the normalised stream."""
     starts, lengths = _coordinates(ctx, normalised=True)
-    out: list[Candidates | None] = []
-    for norm in norms:
+    for number, norm in enumerate(norms):
         pos = np.array(ctx.scanner.find_normalised(norm), dtype=np.int64)
         docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
         local = pos - starts[docs]
         ok = (local >= 0) & (local + len(norm) <= lengths[docs])
-        out.append((docs[ok].tolist(), local[ok].tolist()))
-    return out
+        sink(number, docs[ok].tolist(), local[ok].tolist())
 
 
 def _frequent_candidates(
-    ctx: SearchContext, texts: list[str], *, normalised: bool
-) -> list[Candidates | None]:
-    """Candidates through each text's rarest minimizer of its start, however frequent;
-    ``None`` for the texts past the budget (most frequent last)."""
+    ctx: SearchContext, texts: list[str], sink: Sink, *, normalised: bool
+) -> list[int]:
+    """Hand ``sink`` the candidates of each text through the rarest minimizer of its start,
+    however frequent; return the numbers of the texts answered (not those past the budget,
+    most frequent last)."""
     index = ctx.normalised_view().index if normalised else ctx.exact_index()
     starts, lengths = _coordinates(ctx, normalised=normalised)
     prefix = ctx.settings.anchor_prefix
@@ -124,14 +125,11 @@ def _frequent_candidates(
         best = order[head]
         slot = lo_row + rows[best]
         best_first[slot], best_count[slot], best_off[slot] = first[best], count[best], offs[best]
-    out: list[Candidates | None] = [None] * n
     budget = max(1, ctx.documents.total // _BUDGET_SHARE)
     order = np.argsort(best_count, kind="stable")
     affordable = order[np.cumsum(np.minimum(best_count[order], budget + 1)) <= budget]
     if not len(affordable):
-        return out
-    for slot in affordable.tolist():
-        out[slot] = ([], [])
+        return []
     affordable.sort()
     need = np.array([len(t) for t in texts], dtype=np.int64)
     place(
@@ -143,42 +141,57 @@ def _frequent_candidates(
         need,
         starts,
         lengths,
-        out,
+        sink,
     )
-    return out
+    answered: list[int] = affordable.tolist()
+    return answered
 
 
-def _confirm_into(
+def _confirmer(
     ctx: SearchContext,
     slots: list[int],
     texts: list[str],
-    hits: list[Candidates | None],
     found: dict[int, list[Occurrence]],
     *,
     normalised: bool,
-) -> list[int]:
-    """Confirm each text's candidates into ``found[slot]``; return the slots left unanswered."""
-    rest: list[int] = []
+) -> Sink:
+    """A sink that confirms the candidates of text ``number`` against it, into
+    ``found[slots[number]]``."""
     sources = ctx.documents.texts
-    view: NormalisedView | None = ctx.normalised_view() if normalised else None
-    for slot, text, cands in zip(slots, texts, hits, strict=True):
-        if cands is None:
-            rest.append(slot)
-        elif view is None:
+    if not normalised:
+
+        def exact(number: int, docs: list[int], starts: list[int]) -> None:
+            text = texts[number]
             size = len(text)
-            found[slot] = [
+            found[slots[number]] = [
                 (d, s, s + size)
-                for d, s in zip(cands[0], cands[1], strict=True)
+                for d, s in zip(docs, starts, strict=True)
                 if sources[d].startswith(text, s)
             ]
-        else:
-            occ: list[Occurrence] = []
-            last = len(text) - 1
-            for d, s in zip(cands[0], cands[1], strict=True):
-                source = sources[d]
-                cs = view.to_canonical(source, d, s)
-                ce = view.to_canonical(source, d, s + last) + 1
-                if normalise(source[cs:ce]) == text:
-                    occ.append((d, cs, ce))
-            found[slot] = occ
-    return rest
+
+        return exact
+    view = ctx.normalised_view()
+
+    def normalised_text(number: int, docs: list[int], starts: list[int]) -> None:
+        text = texts[number]
+        last = len(text) - 1
+        occ: list[Occurrence] = []
+        for d, s in zip(docs, starts, strict=True):
+            source = sources[d]
+            cs = view.to_canonical(source, d, s)
+            ce = view.to_canonical(source, d, s + last) + 1
+            if normalise(source[cs:ce]) == text:
+                occ.append((d, cs, ce))
+        found[slots[number]] = occ
+
+    return normalised_text
+
+
+def _unanswered(
+    slots: list[int], answered: Iterable[int], found: dict[int, list[Occurrence]]
+) -> list[int]:
+    """The slots no candidate search answered; answered ones without a candidate found none."""
+    done = set(answered)
+    for number in done:
+        found.setdefault(slots[number], [])
+    return [slot for number, slot in enumerate(slots) if number not in done]

@@ -15,7 +15,7 @@ coordinates of :class:`~spanchor_core.locate.normalised_view.NormalisedView`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import numpy as np
@@ -26,7 +26,7 @@ from spanchor_core.locate.hashing import I64, KgramHasher
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.text import code_points, fold, non_space_mask
 
-__all__ = ["SAMPLE_K", "STEP", "Candidates", "SampledIndex", "code_blocks", "place"]
+__all__ = ["SAMPLE_K", "STEP", "SampledIndex", "Sink", "code_blocks", "place"]
 
 SAMPLE_K: Final = 12  # k-gram of the sampled index
 STEP: Final = 8  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
@@ -34,8 +34,10 @@ _OPTIONS: Final = 3  # offsets tried per residue: the rarest of the first three 
 _BATCH_ROWS: Final = 2_048  # texts hashed per numpy pass
 _CHUNK_ENTRIES: Final = 1 << 16  # index entries enumerated per numpy pass (bounded memory)
 
-Candidates = tuple[list[int], list[int]]
-"""The documents and local starts where one text may occur, in position order."""
+Sink = Callable[[int, list[int], list[int]], None]
+"""Takes the number of a text and the documents and local starts where it may occur, in
+position order: confirms them while the next text's are enumerated, so that the candidates of
+a batch never all exist at once."""
 
 
 def code_blocks(documents: CorpusTexts, *, normalised: bool) -> Iterator[npt.NDArray[np.uint32]]:
@@ -93,15 +95,15 @@ class SampledIndex:
         return self.index.nbytes
 
     def candidates(
-        self, texts: list[str], starts: I64, lengths: I64, budget: int
-    ) -> list[Candidates | None]:
-        """``(document, local start)`` where each text (``shortest`` characters or more) may
-        start, in position order; ``None`` for a text whose candidates would pass what is left
-        of ``budget`` (most frequent last), to be scanned for instead."""
+        self, texts: list[str], starts: I64, lengths: I64, budget: int, sink: Sink
+    ) -> list[int]:
+        """Hand ``sink`` the documents and local starts where each text (``shortest``
+        characters or more) may start, in position order (texts without any are left out);
+        return the numbers of the texts answered: those whose candidates would pass what is
+        left of ``budget`` (most frequent last) are not, and are to be scanned for instead."""
         n = len(texts)
-        out: list[Candidates | None] = [None] * n
         if not n:
-            return out
+            return []
         width = SAMPLE_K + STEP * _OPTIONS - 1
         firsts: list[I64] = []
         counts: list[I64] = []
@@ -131,10 +133,8 @@ class SampledIndex:
         order = np.argsort(per_text, kind="stable")
         affordable = order[np.cumsum(np.minimum(per_text[order], budget + 1)) <= budget]
         if not len(affordable):
-            return out
+            return []
         affordable.sort()
-        for slot in affordable.tolist():
-            out[slot] = ([], [])
         need = np.array([len(t) for t in texts], dtype=np.int64)
         slots = np.repeat(affordable, STEP)
         place(
@@ -146,9 +146,10 @@ class SampledIndex:
             need,
             starts,
             lengths,
-            out,
+            sink,
         )
-        return out
+        answered: list[int] = affordable.tolist()
+        return answered
 
 
 def place(
@@ -160,9 +161,9 @@ def place(
     need: I64,
     starts: I64,
     lengths: I64,
-    out: list[Candidates | None],
+    sink: Sink,
 ) -> None:
-    """Set ``out[slot]`` to the ``(documents, local starts)`` that index entries
+    """Hand ``sink`` each text's ``slot`` and the documents and local starts that index entries
     ``first .. first + count`` point at for a k-gram at offset ``offs`` of text ``slot`` (of
     ``need[slot]`` characters), in position order per text; places that would run past their
     document's end are dropped. ``slots`` is sorted; entries are enumerated a bounded number at
@@ -191,4 +192,4 @@ def place(
         # each text's candidates are one run of ``where`` (texts are never split across passes)
         heads = np.flatnonzero(np.diff(where, prepend=-1)).tolist()
         for a, b in zip(heads, [*heads[1:], len(where)], strict=True):
-            out[int(where[a])] = (docs[a:b], local[a:b])
+            sink(int(where[a]), docs[a:b], local[a:b])

@@ -145,7 +145,7 @@ def test_the_tests_above_reach_each_path(monkeypatch: pytest.MonkeyPatch) -> Non
     frequent, sampled = find_module._frequent_candidates, SampledIndex.candidates
 
     def count(name: str, hits: Any) -> Any:
-        answered[name] += sum(h is not None for h in hits)
+        answered[name] += len(hits)
         return hits
 
     monkeypatch.setattr(
