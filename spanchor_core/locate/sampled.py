@@ -81,12 +81,14 @@ class SampledIndex:
                 np.left_shift(out, shift, out=out)
                 at = start + first
                 out |= np.arange(at, at + STEP * size, STEP, dtype=np.uint64)
+                del out  # no view of the table outlives the loop: it is resized in place
                 filled += size
             keep = min(len(data), SAMPLE_K - 1)
             # the k-grams starting in the carried tail are hashed with the next block
             start += len(data) - keep
             carry = data[len(data) - keep :].copy()
-        table = table[:filled]
+        if filled < len(table):  # the normalised stream is shorter: give the rest back
+            table.resize((filled,), refcheck=False)
         table.sort()
         self.index = MinimizerIndex(table, self.pos_bits)
 
