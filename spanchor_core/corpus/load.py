@@ -8,10 +8,14 @@ is a link that leads out of the root.
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import os
+import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Final
 
 from spanchor_core.corpus.model import Corpus, Document, document_id_for
 from spanchor_core.corpus.sources import is_corpus_file, load_corpus_file
@@ -26,9 +30,11 @@ def _is_hidden(parts: tuple[str, ...]) -> bool:
     return any(part.startswith(".") for part in parts)
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, where: str | Path | None = None) -> str:
+    """The UTF-8 text of the file at ``where`` (``path``, named in errors, by default)."""
     try:
-        data = path.read_bytes()
+        with open(path if where is None else where, "rb") as handle:
+            data = handle.read()
     except OSError as err:
         raise CorpusError(f"cannot read document: {err.strerror or err}", path=path) from None
     try:
@@ -41,10 +47,9 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
-def _utf8_name(relative: PurePosixPath) -> bool:
+def _utf8_name(text: str) -> bool:
     """Whether a name read from the file system (undecodable bytes become lone surrogates,
     ``os.fsdecode``'s surrogateescape) is text UTF-8 can hold, as a document id must be."""
-    text = str(relative)
     if text.isascii():
         return True
     try:
@@ -69,10 +74,95 @@ def _glob(root: Path, pattern: str) -> list[Path]:
         raise CorpusError(f"cannot list documents: {err.strerror or err}", path=root) from None
 
 
-def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePosixPath]]:
+_IGNORED_ERRNOS: Final = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _name_pattern(pattern: str) -> Callable[[str], object] | None:
+    """A matcher of file names for a one-part wildcard pattern (``*.md``) on a POSIX system,
+    where ``rglob`` compares names case-sensitively; None: leave the pattern to ``rglob``."""
+    if os.name != "posix" or "/" in pattern or "**" in pattern or not pattern:
+        return None
+    if not any(c in pattern for c in "*?["):
+        return None
+    return re.compile(fnmatch.translate(pattern)).fullmatch
+
+
+_Entry = tuple[tuple[str, ...], str]
+"""The relative parts of one entry of the tree and its path."""
+
+
+def _scan_tree(root: Path) -> list[_Entry | None]:
+    """What ``root.rglob(pattern)`` of a one-part pattern chooses from, as (relative parts,
+    path), by ``os.scandir``, sorted: every entry in every directory reached without
+    following a link, hidden ones left out (hidden directories are not entered: nothing under
+    them is loaded). An unreadable directory is skipped, as ``rglob`` skips it. A ``None``
+    first keeps an empty tree from being walked twice."""
+    found: list[_Entry | None] = [None]
+    pending: list[tuple[tuple[str, ...], str]] = [((), os.fspath(root))]
+    while pending:
+        parts, directory = pending.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except PermissionError:
+            continue
+        except OSError as err:
+            raise CorpusError(f"cannot list documents: {err.strerror or err}", path=root) from None
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            key = (*parts, name)
+            found.append((key, entry.path))
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as err:
+                if err.errno not in _IGNORED_ERRNOS:
+                    raise CorpusError(
+                        f"cannot list documents: {err.strerror or err}", path=root
+                    ) from None
+                is_dir = False
+            if is_dir:
+                pending.append((key, entry.path))
+    found[1:] = sorted(e for e in found[1:] if e is not None)
+    return found
+
+
+def _candidates(
+    root: Path, pattern: str, depth: int, one_part: bool, tree: list[_Entry | None]
+) -> Iterator[tuple[tuple[str, ...], Path | str]]:
+    """The relative parts and path of every file ``pattern`` names, in sorted order;
+    ``tree`` keeps the one walk of the tree the one-part patterns share."""
+    match = _name_pattern(pattern) if one_part else None
+    if match is not None:
+        if not tree:
+            tree.extend(_scan_tree(root))
+        for entry in tree:
+            if entry is not None and match(entry[0][-1]):
+                yield entry
+        return
+    for path in sorted(_glob(root, pattern), key=_sort_key):
+        yield path.parts[depth:], path
+
+
+def _document_id(key: tuple[str, ...]) -> str:
+    """:func:`document_id_for` of the relative path ``key``, without a path object for the
+    plain names (``a/b.md``, ``README``)."""
+    name = key[-1]
+    dot = name.rfind(".")
+    if dot == -1:
+        return "/".join(key)
+    if 0 < dot < len(name) - 1:
+        return "/".join((*key[:-1], name[:dot]))
+    return document_id_for(PurePosixPath(*key))
+
+
+def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, str, str | Path]]:
+    """Every file to load, with its document id and its path as found, in load order."""
     real_root = root.resolve()
     depth = len(root.parts)
     seen: set[tuple[str, ...]] = set()  # relative parts: cheaper to hash than paths
+    tree: list[_Entry | None] = []
     for pattern in globs:
         parts = PurePosixPath(pattern).parts
         if pattern.startswith("/") or ".." in parts:
@@ -80,15 +170,14 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePo
         # rglob never descends into a linked directory, so with a one-part pattern only the
         # file itself can be a link: every other file resolves inside the root (one lstat)
         one_part = len(parts) == 1
-        for path in sorted(_glob(root, pattern), key=_sort_key):
-            key = path.parts[depth:]
+        for key, where in _candidates(root, pattern, depth, one_part, tree):
             if key in seen or _is_hidden(key):
                 continue
-            is_file, is_link = _file_kind(path, one_part)
+            is_file, is_link = _file_kind(where, one_part)
+            path = where if isinstance(where, Path) else Path(where)
             if not is_file:
                 continue
-            relative = PurePosixPath(*key)
-            if not _utf8_name(relative):
+            if not _utf8_name("/".join(key)):
                 raise CorpusError(
                     "file name is not valid UTF-8",
                     path=path,
@@ -101,7 +190,7 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, PurePo
                     hint="copy the document into the corpus or remove the link",
                 )
             seen.add(key)
-            yield path, relative
+            yield path, _document_id(key), where
 
 
 def _sort_key(path: Path) -> tuple[str, ...]:
@@ -109,17 +198,17 @@ def _sort_key(path: Path) -> tuple[str, ...]:
     return path.parts
 
 
-def _file_kind(path: Path, one_part: bool) -> tuple[bool, bool]:
+def _file_kind(path: Path | str, one_part: bool) -> tuple[bool, bool]:
     """``path.is_file()``, and whether the path may lead outside the root (a link, or any
     path of a many-part pattern, whose directories may be links): one ``lstat`` per file."""
     if not one_part:
-        return path.is_file(), True
+        return Path(path).is_file(), True
     try:
         mode = os.lstat(path).st_mode
     except (OSError, ValueError):
-        return path.is_file(), True  # the same answer or the same error as before
+        return Path(path).is_file(), True  # the same answer or the same error as before
     if stat.S_ISLNK(mode):
-        return path.is_file(), True
+        return Path(path).is_file(), True
     return stat.S_ISREG(mode), False
 
 
@@ -146,8 +235,7 @@ def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLO
         raise CorpusError("corpus path is not a directory", path=base)
     documents: dict[str, Document] = {}
     sources: dict[str, Path] = {}
-    for path, relative in _iter_files(base, globs):
-        document_id = document_id_for(relative)
+    for path, document_id, where in _iter_files(base, globs):
         if document_id in documents:
             raise CorpusError(
                 f"{sources[document_id].name} and {path.name} would both get the "
@@ -155,7 +243,7 @@ def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLO
                 path=path,
                 hint="rename one of them or narrow --glob",
             )
-        documents[document_id] = Document.from_text(document_id, _read_text(path), path)
+        documents[document_id] = Document.from_text(document_id, _read_text(path, where), path)
         sources[document_id] = path
     if not documents:
         raise CorpusError(

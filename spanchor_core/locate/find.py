@@ -1,21 +1,42 @@
 """Every occurrence of a list of texts: through an index where it can, by scanning where not.
 
 Shared by the exact and the normalised stage, which differ only in the index they consult and
-how they confirm a candidate. Texts shorter than a full minimizer window, and texts whose
-minimizers are all too frequent, go to the scanner.
+how they confirm a candidate. A text is looked up in this order:
+
+* long enough for a full minimizer window: the stage's own lookup (``lookup``);
+* every minimizer of its start too frequent for that lookup (boilerplate, copies): the same
+  index through its rarest minimizer, however frequent, as long as the batch's candidates
+  stay under a budget of a fraction of the corpus size — enumerating occurrences costs what
+  they are, a scan costs the whole corpus per batch;
+* shorter than a minimizer window: the scanner's sampled k-gram index
+  (:mod:`~spanchor_core.locate.sampled`), once a run has needed a full scan before;
+* everything else: a scan of the whole corpus (:class:`~spanchor_core.locate.scan.CorpusScanner`).
+
+Each way finds every occurrence, and each candidate is confirmed against the text, so which
+one answers never changes the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Final
+
+import numpy as np
 
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
+from spanchor_core.locate.hashing import I64
+from spanchor_core.locate.sampled import Sink, place
+from spanchor_core.locate.text import normalise
 
 __all__ = ["IndexLookup", "find_occurrences"]
 
 IndexLookup = Callable[[list[str]], list[list[Occurrence] | None]]
 """Confirmed occurrences of each text via an index; ``None``: the index cannot tell."""
+
+_BUDGET_SHARE: Final = 16  # candidates enumerated per call: at most the corpus size / this
+_FIND_MAX: Final = 32  # up to this many short normalised texts: str.find rather than a pass
+_FIND_SHORTEST: Final = 4  # shorter normalised texts keep the scanner's own path
 
 
 def find_occurrences(
@@ -24,14 +45,153 @@ def find_occurrences(
     """Occurrences of each needle, in order; ``lookup`` gets the needles long enough for it."""
     shortest = ctx.settings.min_indexed_length
     found: dict[int, list[Occurrence]] = {}
-    scan = [i for i, needle in enumerate(needles) if len(needle) < shortest]
+    short = [i for i, needle in enumerate(needles) if len(needle) < shortest]
     indexed = [i for i, needle in enumerate(needles) if len(needle) >= shortest]
+    frequent: list[int] = []
     if indexed:
         for i, occ in zip(indexed, lookup([needles[i] for i in indexed]), strict=True):
             if occ is None:
-                scan.append(i)
+                frequent.append(i)
             else:
                 found[i] = occ
+    scan: list[int] = []
+    if frequent:
+        texts = [needles[i] for i in frequent]
+        sink = _confirmer(ctx, frequent, texts, found, normalised=normalised)
+        answered = _frequent_candidates(ctx, texts, sink, normalised=normalised)
+        scan += _unanswered(frequent, answered, found)
+    if short:
+        sampled = ctx.scanner.sampled_index(normalised=normalised, wanted=len(short))
+        usable = [i for i in short if sampled is not None and len(needles[i]) >= sampled.shortest]
+        scan += [i for i in short if sampled is None or len(needles[i]) < sampled.shortest]
+        if sampled is not None and usable:
+            texts = [needles[i] for i in usable]
+            starts, lengths = _coordinates(ctx, normalised=normalised)
+            budget = max(1, ctx.documents.total // _BUDGET_SHARE)
+            sink = _confirmer(ctx, usable, texts, found, normalised=normalised)
+            answered = sampled.candidates(texts, starts, lengths, budget, sink)
+            scan += _unanswered(usable, answered, found)
+        # a few normalised texts too short for the sampled index: str.find in the normalised
+        # stream, not a rolling-hash pass over the corpus
+        few = [i for i in scan if len(needles[i]) >= _FIND_SHORTEST]
+        if sampled is not None and normalised and 0 < len(few) <= _FIND_MAX:
+            scan = [i for i in scan if len(needles[i]) < _FIND_SHORTEST]
+            texts = [needles[i] for i in few]
+            sink = _confirmer(ctx, few, texts, found, normalised=True)
+            _stream_candidates(ctx, texts, sink)
+            scan += _unanswered(few, range(len(few)), found)
     scanned = ctx.scanner.find_all([needles[i] for i in scan], normalised=normalised)
     found.update(zip(scan, scanned, strict=True))
     return [found[i] for i in range(len(needles))]
+
+
+def _coordinates(ctx: SearchContext, *, normalised: bool) -> tuple[I64, I64]:
+    """Where each document starts in the indexed text, and its length there."""
+    if normalised:
+        view = ctx.normalised_view()
+        return view.starts, view.lengths
+    return ctx.documents.starts, ctx.documents.lengths
+
+
+def _stream_candidates(ctx: SearchContext, norms: list[str], sink: Sink) -> None:
+    """Candidates of each normalised text by ``str.find`` in the normalised stream."""
+    starts, lengths = _coordinates(ctx, normalised=True)
+    for number, norm in enumerate(norms):
+        pos = np.array(ctx.scanner.find_normalised(norm), dtype=np.int64)
+        docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
+        local = pos - starts[docs]
+        ok = (local >= 0) & (local + len(norm) <= lengths[docs])
+        sink(number, docs[ok].tolist(), local[ok].tolist())
+
+
+def _frequent_candidates(
+    ctx: SearchContext, texts: list[str], sink: Sink, *, normalised: bool
+) -> list[int]:
+    """Hand ``sink`` the candidates of each text through the rarest minimizer of its start,
+    however frequent; return the numbers of the texts answered (not those past the budget,
+    most frequent last)."""
+    index = ctx.normalised_view().index if normalised else ctx.exact_index()
+    starts, lengths = _coordinates(ctx, normalised=normalised)
+    prefix = ctx.settings.anchor_prefix
+    n = len(texts)
+    best_first = np.zeros(n, dtype=np.int64)
+    best_count = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    best_off = np.zeros(n, dtype=np.int64)
+    for lo_row, rows, offs, keys in ctx.search.batched_minimizers(texts, prefix):
+        first, count = index.lookup(keys)
+        # the rarest minimizer of each text (ties: leftmost)
+        order = np.lexsort((offs, count, rows))
+        _, head = np.unique(rows[order], return_index=True)
+        best = order[head]
+        slot = lo_row + rows[best]
+        best_first[slot], best_count[slot], best_off[slot] = first[best], count[best], offs[best]
+    budget = max(1, ctx.documents.total // _BUDGET_SHARE)
+    order = np.argsort(best_count, kind="stable")
+    affordable = order[np.cumsum(np.minimum(best_count[order], budget + 1)) <= budget]
+    if not len(affordable):
+        return []
+    affordable.sort()
+    need = np.array([len(t) for t in texts], dtype=np.int64)
+    place(
+        index,
+        affordable,
+        best_first[affordable],
+        best_count[affordable],
+        best_off[affordable],
+        need,
+        starts,
+        lengths,
+        sink,
+    )
+    answered: list[int] = affordable.tolist()
+    return answered
+
+
+def _confirmer(
+    ctx: SearchContext,
+    slots: list[int],
+    texts: list[str],
+    found: dict[int, list[Occurrence]],
+    *,
+    normalised: bool,
+) -> Sink:
+    """A sink that confirms the candidates of text ``number`` against it, into
+    ``found[slots[number]]``."""
+    sources = ctx.documents.texts
+    if not normalised:
+
+        def exact(number: int, docs: list[int], starts: list[int]) -> None:
+            text = texts[number]
+            size = len(text)
+            found[slots[number]] = [
+                (d, s, s + size)
+                for d, s in zip(docs, starts, strict=True)
+                if sources[d].startswith(text, s)
+            ]
+
+        return exact
+    view = ctx.normalised_view()
+
+    def normalised_text(number: int, docs: list[int], starts: list[int]) -> None:
+        text = texts[number]
+        last = len(text) - 1
+        occ: list[Occurrence] = []
+        for d, s in zip(docs, starts, strict=True):
+            source = sources[d]
+            cs = view.to_canonical(source, d, s)
+            ce = view.to_canonical(source, d, s + last) + 1
+            if normalise(source[cs:ce]) == text:
+                occ.append((d, cs, ce))
+        found[slots[number]] = occ
+
+    return normalised_text
+
+
+def _unanswered(
+    slots: list[int], answered: Iterable[int], found: dict[int, list[Occurrence]]
+) -> list[int]:
+    """The slots no candidate search answered; answered ones without a candidate found none."""
+    done = set(answered)
+    for number in done:
+        found.setdefault(slots[number], [])
+    return [slot for number, slot in enumerate(slots) if number not in done]

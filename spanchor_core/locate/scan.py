@@ -11,12 +11,14 @@ and one that runs into the next document is dropped.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Final
 
 import numpy as np
 
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts, Occurrence
 from spanchor_core.locate.hashing import KgramHasher
+from spanchor_core.locate.sampled import SAMPLE_K, SampledIndex, code_blocks
 from spanchor_core.locate.text import code_points, fold, non_space_mask, normalise
 
 __all__ = ["CorpusScanner"]
@@ -24,6 +26,7 @@ __all__ = ["CorpusScanner"]
 _SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the index
 _SCAN_K_MIN: Final = 4  # shorter normalised texts use a regular-expression scan
 _SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
+_SAMPLED_AT_ONCE: Final = 256  # this many short texts in one batch: index them at once
 
 
 class CorpusScanner:
@@ -32,6 +35,45 @@ class CorpusScanner:
     def __init__(self, documents: CorpusTexts) -> None:
         self.documents = documents
         self._hashers: dict[int, KgramHasher] = {}
+        self._lock = threading.Lock()
+        self._passes = [0, 0]  # full scan passes run so far: exact, normalised
+        self._sampled: list[SampledIndex | None] = [None, None]
+        self._normalised_text: str | None = None
+
+    def sampled_index(self, *, normalised: bool, wanted: int) -> SampledIndex | None:
+        """The sampled k-gram index of the text (or of its normalised stream), for ``wanted``
+        short texts: built for a batch of many short texts, or once a full scan pass has been
+        needed before and this batch would need another; until then ``None`` (scan instead)."""
+        view = int(normalised)
+        with self._lock:
+            built = self._sampled[view]
+            repeated = self._passes[view] > 0 and wanted >= _SCAN_BATCH_MIN
+            if built is None and (repeated or wanted >= _SAMPLED_AT_ONCE):
+                hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
+                blocks = code_blocks(self.documents, normalised=normalised)
+                built = SampledIndex(hasher, blocks, self.documents.total)
+                self._sampled[view] = built
+            return built
+
+    def normalised_text(self) -> str:
+        """The normalised stream of the whole corpus as one string (built on first call): a
+        few short normalised texts are found in it by ``str.find``, not by a rolling-hash pass."""
+        with self._lock:
+            if self._normalised_text is None:
+                self._normalised_text = "".join(
+                    normalise(block) for _, block in self.documents.blocks()
+                )
+            return self._normalised_text
+
+    def find_normalised(self, norm: str) -> list[int]:
+        """Every offset of the normalised stream where ``norm`` (not empty) starts."""
+        stream = self.normalised_text()
+        hits: list[int] = []
+        pos = stream.find(norm)
+        while pos != -1:
+            hits.append(pos)
+            pos = stream.find(norm, pos + 1)
+        return hits
 
     def find_all(self, needles: list[str], *, normalised: bool) -> list[list[Occurrence]]:
         """Every occurrence of each needle (canonical text, or normalised with ``normalised``).
@@ -49,6 +91,7 @@ class CorpusScanner:
             if not group or (not normalised and len(group) < _SCAN_BATCH_MIN):
                 continue
             k = min(_SCAN_K, min(len(needles[i]) for i in group))
+            self._passes[int(normalised)] += 1
             hits = self.scan_pass([needles[i] for i in group], k, normalised=normalised)
             for i, occ in zip(group, hits, strict=True):
                 found[i] = occ

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spanchor_core.corpus import Corpus, load_corpus, sha256_text
+from spanchor_core.corpus import load as load_module
 from spanchor_core.errors import CorpusError, InputError
 
 
@@ -104,3 +105,41 @@ def test_in_memory_text_or_ids_with_lone_surrogates_are_corpus_errors() -> None:
         Corpus.from_texts({"a": "x\ud800"})
     with pytest.raises(CorpusError, match="lone surrogate"):
         Corpus.from_texts({"\udcff": "x"})
+
+
+def _odd_tree(root: Path) -> None:
+    """Nested and hidden directories, a linked directory, a directory named like a document,
+    dotted and extension-less names, a link to a file inside the root."""
+    for rel, text in {
+        "a.md": "a",
+        "b.txt": "b",
+        "sub/c.md": "c",
+        "sub/deeper/d.v1.md": "d",
+        "sub/.hidden/e.md": "hidden",
+        ".top/f.md": "hidden",
+        "sub/noext": "no extension",
+        "sub/trail.": "trailing dot",
+        "x.md/inner.txt": "inside a directory named x.md",
+        "Upper.MD": "other case",
+    }.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    os.symlink(root / "sub", root / "linked")  # rglob does not enter a linked directory
+    os.symlink(root / "a.md", root / "alias.md")
+
+
+@pytest.mark.parametrize("globs", [("*.txt", "*.md"), ("*",), ("*.md", "*.md"), ("?.md", "[ab].*")])
+def test_the_directory_walk_loads_what_rglob_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, globs: tuple[str, ...]
+) -> None:
+    _odd_tree(tmp_path)
+    fast = load_corpus(tmp_path, globs=globs)
+    monkeypatch.setattr(load_module, "_name_pattern", lambda pattern: None)
+    slow = load_corpus(tmp_path, globs=globs)
+    assert list(fast) == list(slow)
+    assert [(d.id, d.text, d.path) for d in fast.values()] == [
+        (d.id, d.text, d.path) for d in slow.values()
+    ]
+    assert "linked/c" not in fast
+    assert len(fast) >= 2
