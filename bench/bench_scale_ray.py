@@ -52,6 +52,7 @@ TITLE_SEPARATOR = "\n\n"  # spanchor_core.corpus.sources: a title is joined to i
 KINDS = ("exact", "offsets", "doc_id", "whitespace", "edited", "absent")
 MIX = (0.55, 0.15, 0.10, 0.10, 0.05, 0.05)
 PROC = Path("/proc")
+AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")  # Ray's own, not workers
 
 
 # --- generation ---------------------------------------------------------------------------
@@ -466,13 +467,15 @@ def measure_one(work: Path, config: str, cluster: Cluster | None) -> dict[str, A
     workers = [
         s
         for pid, s in sampler.seen.items()
-        if s.name.startswith("ray::") and (pid not in sampler.before or s.cpu_last > s.cpu_first)
+        if s.name.startswith("ray::")
+        and not s.name.startswith(AGENTS)
+        and (pid not in sampler.before or s.cpu_last > s.cpu_first)
     ]
     actors = [s for s in workers if not s.name.startswith("ray::IDLE")]
     system = [
         s
         for pid, s in sampler.seen.items()
-        if pid != process.pid and not s.name.startswith("ray::")
+        if pid != process.pid and (not s.name.startswith("ray::") or s.name.startswith(AGENTS))
     ]
     return {
         "config": config,
