@@ -340,8 +340,9 @@ class Sampler:
                 if baseline:
                     self.before.add(pid)
             entry.cpu_last = st[1]
-            if entry.name.startswith("ray::IDLE"):  # the title changes when it becomes an actor
-                entry.name = _cmdline(pid)[:80] or entry.name
+            # a Ray worker starts as "python default_worker.py", then titles itself ray::IDLE,
+            # then ray::<actor class> when it becomes an actor: keep the latest title
+            entry.name = _cmdline(pid)[:80] or entry.name
             entry.hwm_kb = max(entry.hwm_kb, mem.get("VmHWM", 0))
             entry.anon_kb = max(entry.anon_kb, mem.get("RssAnon", 0))
 
