@@ -185,7 +185,7 @@ def generate(workdir: Path, size_mb: float, n_queries: int, seed: int) -> dict[s
     queries: list[GoldQuery] = []
     try:
         for q in range(n_queries):
-            anchors = []
+            anchors: list[Anchor] = []
             for rank in range(RESULTS):
                 if KINDS[plan.kind[q, rank]] != "absent" and len(anchors) < 2:
                     doc, start = int(plan.doc[q, rank]), int(plan.start[q, rank])
@@ -521,7 +521,7 @@ def compare(work: Path, output: str, reference: str | None) -> dict[str, Any]:
     if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True):
         return {"identical": True}
     results = metrics = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for qa, qb in zip(a.pop("queries"), b.pop("queries"), strict=True):
         if qa.get("metrics") != qb.get("metrics"):
             metrics += 1
