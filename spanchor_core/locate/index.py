@@ -82,7 +82,8 @@ class IndexBuilder:
 
     Consecutive blocks overlap by ``window + k - 2`` code points, so every window is
     evaluated in some block however the text is cut into blocks (a position two blocks pick
-    is kept once). Each block comes with the positions where a document starts in it. The
+    is kept once: the next block drops the positions it finds in the overlap again, so no
+    second copy of all the entries is needed to make them unique). Each block comes with the positions where a document starts in it. The
     windows are those of each document on its own, as if every document stood between runs
     of ``window - 1`` k-grams that are never a minimum (``SENTINEL``): a k-gram that runs
     across a boundary is one of them, and more are laid between the documents (never into
@@ -101,6 +102,9 @@ class IndexBuilder:
         self._carry_start = 0
         self._bounds = np.zeros(0, dtype=np.int64)  # document starts not yet behind the carry
         self._packed: list[U64] = []
+        # positions picked in the overlap the next block hashes again: dropped from it there,
+        # so the entries are unique without a second copy of them all at the end
+        self._tail = np.zeros(0, dtype=np.int64)
 
     def feed(self, codes: npt.NDArray[np.uint32], *, starts: npt.ArrayLike) -> None:
         """Add the next block; ``starts``: the positions (in the virtual text) where the
@@ -144,9 +148,15 @@ class IndexBuilder:
         else:
             return
         picked = np.flatnonzero(mask)
+        pos = picked.astype(np.int64) + start
+        if len(self._tail):
+            fresh = ~np.isin(pos, self._tail)
+            picked, pos = picked[fresh], pos[fresh]
+        again = start + len(data) - self.overlap  # where the next block's hashing starts
+        self._tail = np.union1d(self._tail[self._tail >= again], pos[pos >= again])
         if len(picked):
             keys = (h[picked] >> self._shift) << self._shift
-            self._packed.append(keys | (picked.astype(np.int64) + start).astype(np.uint64))
+            self._packed.append(keys | pos.astype(np.uint64))
 
     def finish(self) -> MinimizerIndex:
         if len(self._carry):  # the windows that reach past the last document's end
@@ -155,11 +165,6 @@ class IndexBuilder:
         packed = np.concatenate(self._packed) if self._packed else np.zeros(0, np.uint64)
         self._packed.clear()
         packed.sort()
-        if len(packed) > 1:  # the overlap of two blocks may pick a position twice
-            fresh = np.ones(len(packed), dtype=np.bool_)
-            np.not_equal(packed[1:], packed[:-1], out=fresh[1:])
-            if not fresh.all():
-                packed = packed[fresh]
         return MinimizerIndex(packed, self.pos_bits)
 
 
