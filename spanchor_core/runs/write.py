@@ -52,9 +52,15 @@ class ResultEntries(list[dict[str, Any]]):
     :func:`record_payload` then writes them as they are, with no intermediate
     :class:`RetrievedResult` and no second round of checks. Only objects made that way may be
     put in it: it is the promise that they were checked. JSON encoders see a plain list.
+
+    ``characters`` (optional) is the number of characters of the results' texts, for a builder
+    that counts them as it goes: the size check before encoding then need not walk the list
+    again. Left unset, it is counted when the line is built.
     """
 
-    __slots__ = ()
+    __slots__ = ("characters",)
+
+    characters: int
 
 
 def result_entry(
@@ -285,9 +291,67 @@ def record_line(
     write. The object of :func:`record_payload` with the provenance of
     :func:`add_provenance`, encoded by :func:`~spanchor_core.runs.encoding.encode_line`;
     raises ``ValueError`` for a line over the limit, ``TypeError``/``ValueError`` for a value
-    that could not be read back."""
-    payload = _base_object(query_id, query, results, latency_ms, error)
-    add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+    that could not be read back.
+
+    Called once per recorded retrieval, so the usual values (a string query, results in line
+    form, a float latency, string or UUID ids) pass with one ``type`` test each, in one dict;
+    anything else takes the checks of :func:`_base_object` and :func:`add_provenance`, which
+    give the same object.
+    """
+    if (
+        type(query) is not str
+        or type(results) is not ResultEntries
+        or (query_id is not None and type(query_id) is not str)
+        or (error is not None and type(error) is not str)
+        or type(latency_ms) is not float
+        or latency_ms - latency_ms != 0.0
+        or latency_ms < 0.0
+    ):
+        payload = _base_object(query_id, query, results, latency_ms, error)
+    else:
+        payload = {
+            "query_id": query_id,
+            "query": query,
+            "results": results,
+            "latency_ms": latency_ms,
+            "error": error,
+        }
+        characters = getattr(results, "characters", None)
+        if characters is None:
+            characters = sum(map(len, filter(None, map(_text_of, results))))
+        characters += len(query)
+        if characters > _io.MAX_LINE_BYTES:
+            _too_large(characters, "characters of text")
+    if source is not None:
+        payload["source"] = source if type(source) is str else optional_str(source, "source")
+    if trace_id is not None:
+        payload["trace_id"] = (
+            trace_id if type(trace_id) in _ID_TYPES else optional_str(trace_id, "trace_id")
+        )
+    if run_id is not None:
+        payload["run_id"] = run_id if type(run_id) in _ID_TYPES else optional_str(run_id, "run_id")
+    if parent_run_id is not None:
+        payload["parent_run_id"] = (
+            parent_run_id
+            if type(parent_run_id) in _ID_TYPES
+            else optional_str(parent_run_id, "parent_run_id")
+        )
+    if stage is not None:
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        payload["stage"] = stage
+    if sequence is not None:
+        if type(sequence) is not int:
+            sequence = strict_int(sequence, "sequence")
+        if sequence < 0:
+            raise ValueError(f"sequence must be >= 0, got {sequence}")
+        payload["sequence"] = sequence
+    if metadata:
+        if type(metadata) is not dict:
+            if not isinstance(metadata, Mapping):
+                raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+            metadata = dict(metadata)
+        payload["metadata"] = metadata  # encoded before the caller returns: no copy
     line = encode_line(payload)
     if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
         _too_large(len(line), "bytes encoded")
