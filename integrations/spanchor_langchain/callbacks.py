@@ -234,22 +234,16 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         )
 
     # -- which events we want -----------------------------------------------------------------
+    # Class attributes rather than BaseCallbackHandler's properties: LangChain reads the one
+    # of each event's kind on every event, and a property is a Python call each time.
 
-    @property
-    def ignore_llm(self) -> bool:
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    ignore_llm: bool = True
+    ignore_chat_model: bool = True
+    ignore_retry: bool = True
+    ignore_custom_event: bool = True
+    ignore_retriever: bool = False
+    ignore_chain: bool = False
+    ignore_agent: bool = False
 
     # -- retriever events ---------------------------------------------------------------------
 

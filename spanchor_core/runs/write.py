@@ -294,64 +294,85 @@ def record_line(
     that could not be read back.
 
     Called once per recorded retrieval, so the usual values (a string query, results in line
-    form, a float latency, string or UUID ids) pass with one ``type`` test each, in one dict;
-    anything else takes the checks of :func:`_base_object` and :func:`add_provenance`, which
-    give the same object.
+    form, a finite float latency, no error) pass with one ``type`` test each, and when every
+    provenance key is given with its usual type too (string or UUID ids, a non-negative int
+    sequence, a non-empty metadata dict: what the callback handler writes) the line is one
+    dict literal. Anything else takes :func:`_base_object` and :func:`add_provenance`, which
+    build the same object.
     """
-    if (
-        type(query) is not str
-        or type(results) is not ResultEntries
-        or (query_id is not None and type(query_id) is not str)
-        or (error is not None and type(error) is not str)
-        or type(latency_ms) is not float
-        or latency_ms - latency_ms != 0.0
-        or latency_ms < 0.0
+    if not (
+        type(query) is str
+        and type(results) is ResultEntries
+        and (query_id is None or type(query_id) is str)
+        and error is None
+        and type(latency_ms) is float
+        and latency_ms - latency_ms == 0.0
+        and latency_ms >= 0.0
     ):
         payload = _base_object(query_id, query, results, latency_ms, error)
-    else:
-        payload = {
-            "query_id": query_id,
-            "query": query,
-            "results": results,
-            "latency_ms": latency_ms,
-            "error": error,
-        }
-        characters = getattr(results, "characters", None)
-        if characters is None:
-            characters = sum(map(len, filter(None, map(_text_of, results))))
-        characters += len(query)
-        if characters > _io.MAX_LINE_BYTES:
-            _too_large(characters, "characters of text")
-    if source is not None:
-        payload["source"] = source if type(source) is str else optional_str(source, "source")
-    if trace_id is not None:
-        payload["trace_id"] = (
-            trace_id if type(trace_id) in _ID_TYPES else optional_str(trace_id, "trace_id")
-        )
-    if run_id is not None:
-        payload["run_id"] = run_id if type(run_id) in _ID_TYPES else optional_str(run_id, "run_id")
-    if parent_run_id is not None:
-        payload["parent_run_id"] = (
-            parent_run_id
-            if type(parent_run_id) in _ID_TYPES
-            else optional_str(parent_run_id, "parent_run_id")
-        )
-    if stage is not None:
-        if stage not in STAGES:
-            raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-        payload["stage"] = stage
-    if sequence is not None:
-        if type(sequence) is not int:
-            sequence = strict_int(sequence, "sequence")
-        if sequence < 0:
-            raise ValueError(f"sequence must be >= 0, got {sequence}")
-        payload["sequence"] = sequence
-    if metadata:
-        if type(metadata) is not dict:
-            if not isinstance(metadata, Mapping):
-                raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-            metadata = dict(metadata)
-        payload["metadata"] = metadata  # encoded before the caller returns: no copy
+        add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+        return _encoded(payload)
+    characters = getattr(results, "characters", None)
+    if characters is None:
+        characters = sum(map(len, filter(None, map(_text_of, results))))
+    if characters + len(query) > _io.MAX_LINE_BYTES:
+        _too_large(characters + len(query), "characters of text")
+    if (
+        type(source) is str
+        and type(trace_id) in _ID_TYPES
+        and type(run_id) in _ID_TYPES
+        and stage in STAGES
+        and type(sequence) is int
+        and sequence >= 0
+        and type(metadata) is dict
+        and metadata
+    ):
+        if parent_run_id is None:
+            return _encoded(
+                {
+                    "query_id": query_id,
+                    "query": query,
+                    "results": results,
+                    "latency_ms": latency_ms,
+                    "error": None,
+                    "source": source,
+                    "trace_id": trace_id,
+                    "run_id": run_id,
+                    "stage": stage,
+                    "sequence": sequence,
+                    "metadata": metadata,  # encoded before the caller returns: no copy
+                }
+            )
+        if type(parent_run_id) in _ID_TYPES:
+            return _encoded(
+                {
+                    "query_id": query_id,
+                    "query": query,
+                    "results": results,
+                    "latency_ms": latency_ms,
+                    "error": None,
+                    "source": source,
+                    "trace_id": trace_id,
+                    "run_id": run_id,
+                    "parent_run_id": parent_run_id,
+                    "stage": stage,
+                    "sequence": sequence,
+                    "metadata": metadata,
+                }
+            )
+    payload = {
+        "query_id": query_id,
+        "query": query,
+        "results": results,
+        "latency_ms": latency_ms,
+        "error": None,
+    }
+    add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+    return _encoded(payload)
+
+
+def _encoded(payload: dict[str, Any]) -> bytes:
+    """A record line's object as its bytes, refused when over the line limit."""
     line = encode_line(payload)
     if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
         _too_large(len(line), "bytes encoded")
