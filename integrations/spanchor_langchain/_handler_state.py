@@ -5,8 +5,11 @@ Every method here is called with the handler's lock held and does dictionary wor
 
 * ``parents``: run id -> parent run id of every open nested run, so that any run finds its
   top-level run (its trace) by walking up; top-level runs are not stored.
-* ``enclosing``: run id -> the nearest retriever run enclosing it, for runs inside a retriever
-  (nesting policy; steps inside a retriever offer no context).
+* ``enclosing``: run id -> the nearest retriever run enclosing it, for chain and tool runs
+  inside a retriever (nesting policy; steps inside a retriever offer no context). A retriever
+  run is not stored there: being in ``retrievals`` says it encloses its children.
+* ``retrievals``: open retriever runs, keyed by :func:`run_key` (the run id's integer: a
+  ``uuid.UUID`` hashes in Python, its ``int`` in C, and this dict is used on every retrieval).
 * ``steps``: open chain and tool runs (name, start time, sequence, the keys of the documents
   in their inputs); ``traces``: top-level run id -> :class:`~spanchor_langchain.traces.Trace`.
 """
@@ -23,6 +26,11 @@ from spanchor_langchain.traces import Step, Trace, line_metadata
 __all__ = ["HandlerState", "Retrieval"]
 
 _MAX_DEPTH: Final = 256  # bound on parent walks; LangChain run trees are far shallower
+
+
+def run_key(run_id: Any) -> Any:
+    """The key of a run in :attr:`HandlerState.retrievals`: a UUID's integer, else the id."""
+    return run_id.int if type(run_id) is UUID else run_id
 
 
 @dataclass(slots=True)
@@ -55,11 +63,13 @@ class HandlerState:
         "roots",
         "steps",
         "traces",
+        "tracks_nesting",
     )
 
     def __init__(self, nested: str) -> None:
         self.nested = nested
-        self.retrievals: dict[UUID, Retrieval] = {}
+        self.tracks_nesting = nested != "all"  # "all" needs no nesting, so tracks none
+        self.retrievals: dict[Any, Retrieval] = {}  # by run_key
         self.enclosing: dict[UUID, UUID] = {}
         self.parents: dict[UUID, UUID] = {}
         self.steps: dict[UUID, Step] = {}
@@ -84,6 +94,16 @@ class HandlerState:
 
     # -- retrievers ---------------------------------------------------------------------------
 
+    def enclosing_retriever(self, parent_run_id: UUID) -> UUID | None:
+        """The retriever run that encloses a run whose parent is ``parent_run_id`` (``None``
+        when there is none, or under ``nested="all"``, which tracks no nesting): the parent
+        itself when it is an open retriever run, else the one enclosing the parent step."""
+        if not self.tracks_nesting:
+            return None
+        if run_key(parent_run_id) in self.retrievals:
+            return parent_run_id
+        return self.enclosing.get(parent_run_id)
+
     def start_retrieval(
         self,
         run_id: UUID,
@@ -95,57 +115,54 @@ class HandlerState:
         metadata: Mapping[str, Any] | None,
         started: float,
     ) -> None:
-        if self.nested != "all":  # "all" needs no nesting, so tracks none
-            self.enclosing[run_id] = run_id
+        if not isinstance(query, str):
+            query = str(query)
+        if not isinstance(name, str):
+            name = None
         if parent_run_id is None:  # a retriever called directly: its own trace
-            self.retrievals[run_id] = Retrieval(
-                run_id,
-                query if isinstance(query, str) else str(query),
-                None,
-                query_id,
-                started,
-                False,
-                None,
-                run_id,
-                name if isinstance(name, str) else None,
-                0,
+            key = run_id.int if type(run_id) is UUID else run_id  # run_key, inline
+            self.retrievals[key] = Retrieval(
+                run_id, query, None, query_id, started, False, None, run_id, name, 0,
                 line_metadata(tags, metadata),
-            )
+            )  # fmt: skip
             return
         self.parents[run_id] = parent_run_id
         root = self.root_of(parent_run_id)
         trace = self._trace(root)
-        outer = self.enclosing.get(parent_run_id)
+        outer = self.enclosing_retriever(parent_run_id)
         if outer is not None:
-            enclosing = self.retrievals.get(outer)
+            enclosing = self.retrievals.get(run_key(outer))
             if enclosing is not None:
                 enclosing.has_inner = True
-        self.retrievals[run_id] = Retrieval(
+        self.retrievals[run_key(run_id)] = Retrieval(
             run_id,
-            query if isinstance(query, str) else str(query),
+            query,
             trace.question,
             query_id if query_id is not None else trace.query_id,
             started,
             outer is not None,
             parent_run_id,
             root,
-            name if isinstance(name, str) else None,
+            name,
             trace.next(),
             line_metadata(tags, metadata),
         )
 
     def finish_retrieval(self, run_id: UUID, documents: Any) -> Retrieval | None:
         """Forget the run; return it if the nesting policy keeps it."""
-        self.enclosing.pop(run_id, None)
-        if self.parents.pop(run_id, None) is None and self.traces:
-            self.traces.pop(run_id, None)  # a top-level retriever with retrievers inside
-        retrieval = self.retrievals.pop(run_id, None)
+        retrieval = self.retrievals.pop(run_id.int if type(run_id) is UUID else run_id, None)
         if retrieval is None:  # its start was not seen (handler attached mid-run)
+            if self.traces:
+                self.traces.pop(run_id, None)
             return None
-        root = retrieval.root
-        if documents and root is not run_id and root != run_id:
-            trace = self.traces.get(root)
-            if trace is not None and isinstance(documents, list | tuple):
+        if retrieval.parent is None:
+            if self.traces:
+                self.traces.pop(run_id, None)  # a top-level retriever with retrievers inside
+            return retrieval if self.nested != "innermost" or not retrieval.has_inner else None
+        self.parents.pop(run_id, None)
+        if documents and isinstance(documents, list | tuple):
+            trace = self.traces.get(retrieval.root)
+            if trace is not None:
                 trace.retrieved(documents)
         return retrieval if self.kept(retrieval) else None
 
@@ -177,7 +194,7 @@ class HandlerState:
             trace = self.traces[run_id] = Trace(question_of(inputs), query_id)
         else:
             self.parents[run_id] = parent_run_id
-            outer = self.enclosing.get(parent_run_id)
+            outer = self.enclosing_retriever(parent_run_id)
             if outer is not None:
                 self.enclosing[run_id] = outer
                 return  # a step inside a retriever: part of that retriever
@@ -240,8 +257,7 @@ class HandlerState:
         left = [r for r in self.retrievals.values() if r.root == root]
         for retrieval in left:
             run_id = retrieval.run_id
-            del self.retrievals[run_id]
-            self.enclosing.pop(run_id, None)
+            del self.retrievals[run_key(run_id)]
             # The runs between it and the root never ended either (a tool does not report a
             # cancellation); forget them too.
             parent = self.parents.pop(run_id, None)

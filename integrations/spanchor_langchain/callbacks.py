@@ -134,6 +134,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         )
         self.raise_error = self._recording.strict
         self._gold = gold
+        self._query_id_key = self._recording.query_id_key
         self._lock = threading.Lock()
         self._state = HandlerState(nested)
         self._failures = 0
@@ -233,22 +234,16 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         )
 
     # -- which events we want -----------------------------------------------------------------
+    # Class attributes rather than BaseCallbackHandler's properties: LangChain reads the one
+    # of each event's kind on every event, and a property is a Python call each time.
 
-    @property
-    def ignore_llm(self) -> bool:
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    ignore_llm: bool = True
+    ignore_chat_model: bool = True
+    ignore_retry: bool = True
+    ignore_custom_event: bool = True
+    ignore_retriever: bool = False
+    ignore_chain: bool = False
+    ignore_agent: bool = False
 
     # -- retriever events ---------------------------------------------------------------------
 
@@ -265,12 +260,20 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
     ) -> None:
         try:
             started = perf_counter()
-            query_id = self._recording.query_id(metadata) if metadata else None
-            with self._lock:
+            query_id = None
+            if metadata:  # Recording.query_id, inline: this runs on every retrieval
+                query_id = metadata.get(self._query_id_key)
+                if not (isinstance(query_id, str) and query_id):
+                    query_id = None
+            lock = self._lock  # acquire/release: half the cost of "with" on this path
+            lock.acquire()
+            try:
                 self._state.start_retrieval(
                     run_id, parent_run_id, query, query_id, kwargs.get("name"), tags, metadata,
                     started,
                 )  # fmt: skip
+            finally:
+                lock.release()
         except Exception as exc:
             self._failed(exc)
 
@@ -303,10 +306,17 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
     ) -> None:
         try:
             ended = perf_counter()
-            with self._lock:
+            lock = self._lock
+            lock.acquire()
+            try:
                 retrieval = self._state.finish_retrieval(run_id, documents)
+            finally:
+                lock.release()
             if retrieval is not None:
-                self._write_retrieval(retrieval, documents, ended, error)
+                self._recording.record(
+                    *retrieval_line(retrieval, documents, error, ended, self._gold)
+                )
+                self._written += 1
             if parent_run_id is None and self._state.retrievals:
                 self._end_root(run_id, error)
         except Exception as exc:

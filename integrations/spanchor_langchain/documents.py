@@ -229,12 +229,14 @@ def documents_to_entries(
     max_results: int | None,
 ) -> ResultEntries:
     """:func:`documents_to_results` for the recorder's hot path: the same results, built
-    directly in line form (see :class:`~spanchor_core.runs.write.ResultEntries`), document
+    directly in line form (see :class:`~spanchor_core.runs.write.ResultEntries`; their
+    ``characters`` counted on the way), document
     metadata not copied (the line is encoded before the retrieval returns), the rule already
     a function. Raises ``TypeError`` where :func:`documents_to_results` or writing would."""
     entries = ResultEntries()
     append = entries.append
     first_key = score_keys[0] if score_keys else _NO_KEY
+    characters = 0  # of the texts, for the size check before encoding
     items = documents if max_results is None else itertools.islice(documents, max_results)
     for rank, item in enumerate(items, 1):
         if type(item) is Document:  # the usual case: a plain Document, read once
@@ -248,18 +250,24 @@ def documents_to_entries(
         ):
             document, pair_score = item[0], float(item[1])
         else:  # dicts, strings, Document subclasses and look-alikes: the general conversion
-            append(_general_entry(item, rank, rule, score_keys))
+            entry = _general_entry(item, rank, rule, score_keys)
+            characters += len(entry["text"] or "")
+            append(entry)
             continue
         text = document.page_content
         if type(text) is not str:
-            append(_general_entry(item, rank, rule, score_keys))
+            entry = _general_entry(item, rank, rule, score_keys)
+            characters += len(entry["text"] or "")
+            append(entry)
             continue
+        size = len(text)
+        characters += size
         metadata = document.metadata
         if type(metadata) is not dict:
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
         start = metadata.get("start_index")
         if type(start) is int and start >= 0:
-            end: int | None = start + len(text)
+            end: int | None = start + size
         else:
             start = end = None
         doc_id = None
@@ -286,6 +294,7 @@ def documents_to_entries(
                 "metadata": metadata,
             }
         )
+    entries.characters = characters
     return entries
 
 

@@ -39,7 +39,7 @@ from spanchor_langchain.documents import document_lists, documents_key
 
 __all__ = ["Candidate", "Step", "Trace", "line_metadata", "question_of"]
 
-_METADATA_PREFIXES: Final = ("ls_",)
+_METADATA_PREFIX: Final = "ls_"
 _METADATA_KEYS: Final = frozenset({"langgraph_node", "langgraph_step"})
 _QUESTION_KEYS: Final = ("question", "query", "input")
 _HUMAN_ROLES: Final = frozenset({"human", "user"})
@@ -48,12 +48,10 @@ _HUMAN_ROLES: Final = frozenset({"human", "user"})
 def line_metadata(tags: Sequence[str] | None, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     """What a line keeps of a run's tags and metadata: the tags, LangChain's ``ls_*`` keys
     (``ls_retriever_name``, ``ls_vector_store_provider``, ...) and the LangGraph node."""
-    kept: dict[str, Any] = {}
-    if tags:
-        kept["tags"] = list(tags)
+    kept: dict[str, Any] = {"tags": list(tags)} if tags else {}
     if metadata:
         for key, value in metadata.items():
-            if key in _METADATA_KEYS or key.startswith(_METADATA_PREFIXES):
+            if key.startswith(_METADATA_PREFIX) or key in _METADATA_KEYS:
                 kept[key] = value
     return kept
 

@@ -52,9 +52,15 @@ class ResultEntries(list[dict[str, Any]]):
     :func:`record_payload` then writes them as they are, with no intermediate
     :class:`RetrievedResult` and no second round of checks. Only objects made that way may be
     put in it: it is the promise that they were checked. JSON encoders see a plain list.
+
+    ``characters`` (optional) is the number of characters of the results' texts, for a builder
+    that counts them as it goes: the size check before encoding then need not walk the list
+    again. Left unset, it is counted when the line is built.
     """
 
-    __slots__ = ()
+    __slots__ = ("characters",)
+
+    characters: int
 
 
 def result_entry(
@@ -285,9 +291,88 @@ def record_line(
     write. The object of :func:`record_payload` with the provenance of
     :func:`add_provenance`, encoded by :func:`~spanchor_core.runs.encoding.encode_line`;
     raises ``ValueError`` for a line over the limit, ``TypeError``/``ValueError`` for a value
-    that could not be read back."""
-    payload = _base_object(query_id, query, results, latency_ms, error)
+    that could not be read back.
+
+    Called once per recorded retrieval, so the usual values (a string query, results in line
+    form, a finite float latency, no error) pass with one ``type`` test each, and when every
+    provenance key is given with its usual type too (string or UUID ids, a non-negative int
+    sequence, a non-empty metadata dict: what the callback handler writes) the line is one
+    dict literal. Anything else takes :func:`_base_object` and :func:`add_provenance`, which
+    build the same object.
+    """
+    if not (
+        type(query) is str
+        and type(results) is ResultEntries
+        and (query_id is None or type(query_id) is str)
+        and error is None
+        and type(latency_ms) is float
+        and latency_ms - latency_ms == 0.0
+        and latency_ms >= 0.0
+    ):
+        payload = _base_object(query_id, query, results, latency_ms, error)
+        add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+        return _encoded(payload)
+    characters = getattr(results, "characters", None)
+    if characters is None:
+        characters = sum(map(len, filter(None, map(_text_of, results))))
+    if characters + len(query) > _io.MAX_LINE_BYTES:
+        _too_large(characters + len(query), "characters of text")
+    if (
+        type(source) is str
+        and type(trace_id) in _ID_TYPES
+        and type(run_id) in _ID_TYPES
+        and stage in STAGES
+        and type(sequence) is int
+        and sequence >= 0
+        and type(metadata) is dict
+        and metadata
+    ):
+        if parent_run_id is None:
+            return _encoded(
+                {
+                    "query_id": query_id,
+                    "query": query,
+                    "results": results,
+                    "latency_ms": latency_ms,
+                    "error": None,
+                    "source": source,
+                    "trace_id": trace_id,
+                    "run_id": run_id,
+                    "stage": stage,
+                    "sequence": sequence,
+                    "metadata": metadata,  # encoded before the caller returns: no copy
+                }
+            )
+        if type(parent_run_id) in _ID_TYPES:
+            return _encoded(
+                {
+                    "query_id": query_id,
+                    "query": query,
+                    "results": results,
+                    "latency_ms": latency_ms,
+                    "error": None,
+                    "source": source,
+                    "trace_id": trace_id,
+                    "run_id": run_id,
+                    "parent_run_id": parent_run_id,
+                    "stage": stage,
+                    "sequence": sequence,
+                    "metadata": metadata,
+                }
+            )
+    payload = {
+        "query_id": query_id,
+        "query": query,
+        "results": results,
+        "latency_ms": latency_ms,
+        "error": None,
+    }
     add_provenance(payload, source, stage, trace_id, run_id, parent_run_id, sequence, metadata)
+    return _encoded(payload)
+
+
+def _encoded(payload: dict[str, Any]) -> bytes:
+    """A record line's object as its bytes, refused when over the line limit."""
     line = encode_line(payload)
     if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
         _too_large(len(line), "bytes encoded")
