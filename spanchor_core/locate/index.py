@@ -80,16 +80,16 @@ class MinimizerIndex:
 class IndexBuilder:
     """Streams code-point blocks of one long virtual text and collects its minimizers.
 
-    Consecutive blocks overlap by ``window + k - 2`` code points, so every window is
-    evaluated in some block however the text is cut into blocks (a position two blocks pick
-    is kept once: the next block drops the positions it finds in the overlap again, so no
-    second copy of all the entries is needed to make them unique). Each block comes with the positions where a document starts in it. The
-    windows are those of each document on its own, as if every document stood between runs
-    of ``window - 1`` k-grams that are never a minimum (``SENTINEL``): a k-gram that runs
-    across a boundary is one of them, and more are laid between the documents (never into
-    the positions). So a window never holds k-grams of two documents, and the windows at a
-    document's edges, which reach into that padding, pick its first and last k-grams as
-    densely as its middle ones — whatever its neighbours are.
+    Consecutive blocks overlap by ``window + k - 2`` code points, so every window is evaluated
+    in some block however the text is cut into blocks (a position two blocks pick is kept once:
+    the next block drops the positions it finds in the overlap again, so no second copy of all
+    the entries is needed to make them unique). Each block comes with the positions where a
+    document starts in it. The windows are those of each document on its own, as if every
+    document stood between runs of ``window - 1`` k-grams that are never a minimum
+    (``SENTINEL``): a k-gram that runs across a boundary is one of them, and more are laid
+    between the documents (never into the positions). So a window never holds k-grams of two
+    documents, and the windows at a document's edges, which reach into that padding, pick its
+    first and last k-grams as densely as its middle ones — whatever its neighbours are.
     """
 
     def __init__(self, hasher: KgramHasher, window: int, total: int) -> None:
