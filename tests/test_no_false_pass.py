@@ -110,3 +110,30 @@ def test_a_sound_gate_still_passes_and_fails(capsys: pytest.CaptureFixture[str])
     assert lines[-1].startswith("FAIL")
     # the gate says why: every one of the 14 regressed queries has a cause (issue 18)
     assert "why: 14 regressed: 12 split, 2 dropped" in lines
+
+
+def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each question recorded twice with no trace id — what a hand-rolled recorder gives for a
+    hybrid (two retrievers) — is two askings whose scores are averaged: the gate may pass on
+    the mean, but it says so, naming the queries, and the comparison file keeps the finding."""
+    header, *records = _lines(BASE)
+    doubled = [header, *(copy for record in records for copy in (record, dict(record)))]
+    for record in doubled[1:]:
+        record.pop("trace_id", None)
+    candidate = _write(tmp_path / "twice.jsonl", doubled)
+    code, lines = _gate(capsys, BASE, candidate)
+    assert code == 0  # the same results twice: the mean is the truth here
+    warning = next(line for line in lines if "more than one trace" in line)
+    assert warning.startswith("warning: the candidate run")
+    assert f"asked {len(records)} of {len(records)} gold queries in more than one trace" in warning
+    assert "--group" in warning
+    # half the askings bad: the mean halves the loss, and the warning says why it may be small
+    damaged = _unmapped(BASE, tmp_path / "bad.jsonl")
+    bad_records = _lines(damaged)[1:]
+    mixed = [header, *(copy for pair in zip(records, bad_records) for copy in pair)]
+    code, lines = _gate(capsys, BASE, _write(tmp_path / "mixed.jsonl", mixed))
+    assert code != 0
+    assert any("more than one trace" in line for line in lines)
+    assert not any(line.startswith("PASS") for line in lines)

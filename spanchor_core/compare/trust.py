@@ -11,6 +11,11 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   flaky ones (a warning); with ``"warn"`` it is a warning.
 * ``unmapped_rate`` — more than ``max_unmapped_rate`` of the side's results got no span
   (spanchor 0.x's exit 3).
+* ``repeated_queries`` (a warning) — some questions were asked in more than one trace, so
+  their scores are means over the askings (:mod:`spanchor_core.grouping`). That is right for a
+  question the app really asked twice, but it is also what a recording gives that holds one
+  line per retrieval and no trace ids (a hybrid or a reranker recorded as separate retrievals),
+  where a mean can halve a regression. The gate says so rather than pass quietly.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
 """
@@ -94,6 +99,19 @@ def trust_findings(
                 f"the {side} run has no record for {len(lenient)} allow-listed flaky "
                 f"quer{'y' if len(lenient) == 1 else 'ies'} ({_listed(lenient)})",
                 query_ids=tuple(lenient),
+            )
+        )
+    repeated = tuple(getattr(table, "repeated", ()))
+    if repeated:
+        findings.append(
+            Finding(
+                "warning",
+                "repeated_queries",
+                f"the {side} run asked {len(repeated)} of {total} gold queries in more than "
+                f"one trace ({_listed(repeated)}): each is scored as the mean of its askings; "
+                "if these are several retrievals of one asking, record them with trace ids "
+                "(the integrations do) or pick one with --group",
+                query_ids=repeated,
             )
         )
     rate = table.mapping.unmapped_rate
