@@ -132,7 +132,7 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     # half the askings bad: the mean halves the loss, and the warning says why it may be small
     damaged = _unmapped(BASE, tmp_path / "bad.jsonl")
     bad_records = _lines(damaged)[1:]
-    mixed = [header, *(copy for pair in zip(records, bad_records) for copy in pair)]
+    mixed = [header, *(copy for pair in zip(records, bad_records, strict=True) for copy in pair)]
     code, lines = _gate(capsys, BASE, _write(tmp_path / "mixed.jsonl", mixed))
     assert code != 0
     assert any("more than one trace" in line for line in lines)
