@@ -149,11 +149,18 @@ class IndexBuilder:
             return
         picked = np.flatnonzero(mask)
         pos = picked.astype(np.int64) + start
-        if len(self._tail):
-            fresh = ~np.isin(pos, self._tail)
-            picked, pos = picked[fresh], pos[fresh]
+        tail = self._tail
+        if len(tail):  # both sorted: a search per position up to the tail's last one
+            m = int(np.searchsorted(pos, tail[-1], side="right"))
+            if m:
+                at = np.minimum(np.searchsorted(tail, pos[:m]), len(tail) - 1)
+                fresh = np.ones(len(pos), dtype=np.bool_)
+                fresh[:m] = tail[at] != pos[:m]
+                picked, pos = picked[fresh], pos[fresh]
         again = start + len(data) - self.overlap  # where the next block's hashing starts
-        self._tail = np.union1d(self._tail[self._tail >= again], pos[pos >= again])
+        kept = tail[tail >= again]
+        ahead = pos[int(np.searchsorted(pos, again)) :]
+        self._tail = np.union1d(kept, ahead) if len(kept) else ahead
         if len(picked):
             keys = (h[picked] >> self._shift) << self._shift
             self._packed.append(keys | pos.astype(np.uint64))
