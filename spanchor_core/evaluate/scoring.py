@@ -161,33 +161,6 @@ _READ_EVERY = 256
 """Records between two ``"read"`` progress reports."""
 
 
-def _evaluate_records(
-    corpus: Corpus,
-    gold: GoldSet,
-    source: Run | RunStream,
-    *,
-    k: Sequence[int],
-    min_overlap: float,
-    locator: Locator | None,
-    progress: ProgressCallback | None,
-    group: GroupRule | str,
-    batch_results: int | None,
-) -> Evaluation:
-    """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream`."""
-    with _collector_paused():
-        return _score_records(
-            corpus,
-            gold,
-            source,
-            k=k,
-            min_overlap=min_overlap,
-            locator=locator,
-            progress=progress,
-            group=group,
-            batch_results=batch_results,
-        )
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while a run is scored, and restored after.
@@ -207,7 +180,8 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _score_records(
+@_collector_paused()
+def _evaluate_records(
     corpus: Corpus,
     gold: GoldSet,
     source: Run | RunStream,
@@ -219,6 +193,8 @@ def _score_records(
     group: GroupRule | str,
     batch_results: int | None,
 ) -> Evaluation:
+    """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream` (with the
+    collector paused: each call pauses and restores it)."""
     rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
     collector = Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
