@@ -299,7 +299,10 @@ _DISPLAYED = ("spanchor_core.evaluate.model", "spanchor_core.compare.model")
 
 
 def _resolve(name: str) -> Any:
+    """The public name ``name`` from its module (kept here after), or a subpackage."""
     module = _MODULE_OF.get(name)
+    if module is None and name.startswith("__"):  # probed by tools (__wrapped__, ...): no such
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if module is None:  # a subpackage used as an attribute, as when this package imported all
         try:
             return importlib.import_module(f"{__name__}.{name}")
