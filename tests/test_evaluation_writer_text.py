@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanchor_core.evaluate.file import _summaries
 from spanchor_core.evaluate.file_text import (
     _ORJSON_DIFFERS,
     _query_text,
@@ -132,12 +131,20 @@ def test_orjson_writes_a_float_as_repr_unless_marked(value: float) -> None:
     assert text == repr(value) or any(mark in text for mark in _ORJSON_DIFFERS)
 
 
-def test_summaries_are_the_evaluations_aggregates() -> None:
+def _one_metric_at_a_time(evaluation: Evaluation) -> dict[str, MetricSummary]:
+    return {
+        name: MetricSummary.of([query.metrics[name] for query in evaluation.queries.values()])
+        for name in evaluation.metric_names
+    }
+
+
+def test_the_written_aggregates_are_one_metric_at_a_time() -> None:
+    # the writer takes evaluation.aggregates(), read in one pass: the same numbers
     queries = {
         f"q{n}": QueryEvaluation(f"q{n}", {"a": n / 7, "b": float(n % 3)}) for n in range(50)
     }
     evaluation = Evaluation(queries, EvaluationSettings(), ("a", "b"))
-    assert _summaries(evaluation) == evaluation.aggregates()
+    assert evaluation.aggregates() == _one_metric_at_a_time(evaluation)
     reordered = dict(queries, q3=QueryEvaluation("q3", {"b": 1.0, "a": 0.5}))
     other = Evaluation(reordered, EvaluationSettings(), ("a", "b"))
-    assert _summaries(other) == other.aggregates()
+    assert other.aggregates() == _one_metric_at_a_time(other)

@@ -12,16 +12,6 @@ from typing import Annotated
 import typer
 
 from spanchor_core.cli.console import GlobOption, load_docs, out_console, parse_k
-from spanchor_core.diagnosis import chunk_report, load_inventory
-from spanchor_core.gold import read_gold
-from spanchor_core.locate import Locator
-from spanchor_core.render.chunks import (
-    chunk_report_html,
-    chunk_report_json,
-    chunk_report_lines,
-    chunk_report_markdown,
-)
-from spanchor_core.render.files import write_html, write_report
 
 __all__ = ["chunks_app", "report"]
 
@@ -61,6 +51,17 @@ def report(
     Example: spanchor chunks report gold.jsonl chunks/windows-200.jsonl docs/ --against
     chunks/paragraphs.jsonl --html chunks.html
     """
+    from spanchor_core.diagnosis import chunk_report, load_inventory
+    from spanchor_core.gold import read_gold
+    from spanchor_core.locate import Locator
+    from spanchor_core.render.chunks import (
+        chunk_report_html,
+        chunk_report_json,
+        chunk_report_lines,
+        chunk_report_markdown,
+    )
+    from spanchor_core.render.files import write_html, write_report
+
     ks = parse_k(k)
     corpus = load_docs(docs, glob)
     gold_set = read_gold(gold)

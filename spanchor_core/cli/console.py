@@ -1,27 +1,27 @@
 """What every command shares: the consoles it prints to, progress bars, and the options and
-argument parsers used by several commands (``--glob``, ``--k``)."""
+argument parsers used by several commands (``--glob``, ``--k``).
+
+Light to import, like every module of the command line: rich and the library are imported
+when a command first needs them, so that ``spanchor --help`` does not load them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from spanchor_core.corpus import DEFAULT_GLOBS, Corpus, load_corpus
-from spanchor_core.evaluate import ProgressCallback
-from spanchor_core.metrics import DEFAULT_K
+from spanchor_core.cli.defaults import DEFAULT_K_TEXT
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from spanchor_core.corpus import Corpus
+    from spanchor_core.evaluate import ProgressCallback
 
 __all__ = [
     "DEFAULT_K_TEXT",
@@ -35,9 +35,6 @@ __all__ = [
     "progress_bars",
     "writing_step",
 ]
-
-DEFAULT_K_TEXT = ",".join(map(str, DEFAULT_K))
-"""The default of ``--k``, as it is typed."""
 
 GlobOption = Annotated[
     list[str] | None,
@@ -61,21 +58,29 @@ AllowMismatchOption = Annotated[
 
 def out_console() -> Console:
     """Standard output, printed as it is (no highlighting, no emoji codes, no hard wraps)."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def err_console() -> Console:
     """Standard error, like :func:`out_console`."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def globs(glob: list[str] | None) -> tuple[str, ...]:
     """The ``--glob`` patterns given, or the default ones."""
+    from spanchor_core.corpus import DEFAULT_GLOBS
+
     return tuple(glob) if glob else DEFAULT_GLOBS
 
 
 def load_docs(docs: Path, glob: list[str] | None) -> Corpus:
     """The corpus under ``docs``, read with the ``--glob`` patterns."""
+    from spanchor_core.corpus import load_corpus
+
     return load_corpus(docs, globs=globs(glob))
 
 
@@ -121,6 +126,14 @@ def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | No
     if quiet or not err.is_terminal:
         yield lambda label: None
         return
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -11,9 +11,6 @@ import typer
 from spanchor_core.cli.console import GlobOption, err_console, load_docs, out_console
 from spanchor_core.errors import GoldError
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.gold import validate_gold
-from spanchor_core.gold.validate import read_gold_checked
-from spanchor_core.render.text import escape_control
 
 __all__ = ["info", "validate"]
 
@@ -26,6 +23,8 @@ def info(
 
     Example: spanchor info examples/quickstart/docs
     """
+    from spanchor_core.render.text import escape_control
+
     corpus = load_docs(docs, glob)
     console = out_console()
     for document_id, doc in corpus.items():
@@ -49,6 +48,10 @@ def validate(
 
     Example: spanchor validate docs/ gold.jsonl
     """
+    from spanchor_core.gold import validate_gold
+    from spanchor_core.gold.validate import read_gold_checked
+    from spanchor_core.render.text import escape_control
+
     corpus = load_docs(docs, glob)
     gold_set, malformed = read_gold_checked(gold)  # a bad line must not hide the others
     if not gold_set.entries and not malformed and not as_json:  # one line, as evaluate says it

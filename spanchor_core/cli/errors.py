@@ -15,7 +15,6 @@ import typer
 
 from spanchor_core.errors import SpanchorError
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.render.text import escape_control
 
 __all__ = [
     "error_exit_code",
@@ -48,6 +47,8 @@ def exit_status(done: SystemExit) -> int:
 
 def error_exit_code(err: Exception) -> ExitCode:
     """Print ``err`` as one line on stderr and return the exit code it stands for."""
+    from spanchor_core.render.text import escape_control
+
     if isinstance(err, SpanchorError):
         print(f"spanchor: error: {escape_control(str(err))}", file=sys.stderr)
     else:  # a bug of ours: still one line, and never mistaken for a pass
@@ -78,6 +79,8 @@ def usage_error_exit_code(err: Exception) -> int:
         return ExitCode.BAD_INPUT
     if not isinstance(err, typer.TyperException):
         return error_exit_code(err)
+    from spanchor_core.render.text import escape_control
+
     message = " ".join(err.format_message().split()).rstrip(".")
     command = ctx.command_path if ctx is not None else "spanchor"
     print(

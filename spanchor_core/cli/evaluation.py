@@ -1,17 +1,21 @@
 """The evaluation commands: ``evaluate`` (score one run), ``compare`` (two sides) and ``gate``
-(the CI step, configured in ``[tool.spanchor]``)."""
+(the CI step, configured in ``[tool.spanchor]``).
+
+The library is imported inside each command, not here: typer builds every command of the app
+to run one, and ``spanchor evaluate`` should not load the comparison, diagnosis and HTML
+modules it never uses.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from spanchor_core.cli.console import (
-    DEFAULT_K_TEXT,
     AllowMismatchOption,
     GlobOption,
     err_console,
@@ -21,43 +25,16 @@ from spanchor_core.cli.console import (
     progress_bars,
     writing_step,
 )
-from spanchor_core.compare import Comparison, write_comparison
-from spanchor_core.compare.file import COMPARISON_KIND
-from spanchor_core.corpus import DEFAULT_GLOBS, Corpus
-from spanchor_core.diagnosis import RegressionDiagnosis, redact_diagnosis
-from spanchor_core.distributed import ray_engine
-from spanchor_core.evaluate import write_evaluation
-from spanchor_core.evaluate.file import REDACTED
-from spanchor_core.evaluate.model import EVALUATION_KIND
-from spanchor_core.metrics import DEFAULT_MIN_OVERLAP
-from spanchor_core.outputs import OutputPlan
-from spanchor_core.pipeline import (
-    GateOutcome,
-    GoldHashPolicy,
-    engine_corpus,
-    policy_with_drops,
-    run_evaluation,
-    run_gate,
-)
-from spanchor_core.policy import load_policy
-from spanchor_core.render.files import write_html, write_report
-from spanchor_core.render.html import comparison_html
-from spanchor_core.render.junit import comparison_junit
-from spanchor_core.render.markdown import comparison_markdown, evaluation_markdown
-from spanchor_core.render.terminal import (
-    comparison_findings,
-    comparison_tables,
-    comparison_verdict,
-    coverage_line,
-    default_policy_line,
-    diagnosis_lines,
-    evaluation_table,
-    mapping_line,
-    noise_lines,
-    trust_lines,
-)
-from spanchor_core.render.text import escape_control
-from spanchor_core.settings import GateConfig, gate_config_from_pyproject, settings_file
+from spanchor_core.cli.defaults import DEFAULT_K_TEXT, DEFAULT_MIN_OVERLAP, GoldHashChoice
+
+if TYPE_CHECKING:
+    from spanchor_core.compare import Comparison
+    from spanchor_core.corpus import Corpus
+    from spanchor_core.diagnosis import RegressionDiagnosis
+    from spanchor_core.locate import Locator
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.pipeline import GateOutcome
+    from spanchor_core.settings import GateConfig
 
 RayOption = Annotated[
     str | None,
@@ -94,6 +71,15 @@ JobsOption = Annotated[
 ]
 
 __all__ = ["compare_command", "evaluate", "gate"]
+
+
+def _ray_engine(
+    address: str, *, workers: int, source: Path | None, shards: int
+) -> Callable[[Corpus], Locator]:
+    """The Ray engine of ``--ray`` (the distributed module is imported only when asked for)."""
+    from spanchor_core.distributed import ray_engine
+
+    return ray_engine(address, workers=workers, source=source, shards=shards)
 
 
 def _local_jobs(jobs: int | None, ray: str | None) -> int | None:
@@ -148,9 +134,9 @@ def evaluate(
         ),
     ] = None,
     corpus_mismatch_policy: Annotated[
-        GoldHashPolicy,
+        GoldHashChoice,
         typer.Option(help="When --gold-set-hash does not match: warn, fail (exit 2) or ignore."),
-    ] = GoldHashPolicy.WARN,
+    ] = GoldHashChoice.WARN,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only problems.")] = False,
     ray: RayOption = None,
     ray_workers: RayWorkersOption = 2,
@@ -161,17 +147,27 @@ def evaluate(
 
     Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
     """
+    from spanchor_core.evaluate import write_evaluation
+    from spanchor_core.evaluate.model import EVALUATION_KIND
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.pipeline.evaluation import GoldHashPolicy, run_evaluation
+    from spanchor_core.render.text import escape_control
+
     OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
         run, "the run"
     ).write(output, "-o", EVALUATION_KIND).write(report, "-r").check()
     local = _local_jobs(jobs, ray)
     source = None if glob else docs  # with other globs, the corpus is shipped to the workers
     engine = (
-        None if ray is None else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+        None if ray is None else _ray_engine(ray, workers=ray_workers, source=source, shards=shards)
     )
     with progress_bars(quiet) as progress:
         # on shards reading a corpus file themselves, the driver holds no document text
-        corpus: Corpus | Path = docs if engine is None else engine_corpus(docs, globs(glob), engine)
+        corpus: Corpus | Path = docs
+        if engine is not None:
+            from spanchor_core.pipeline import engine_corpus
+
+            corpus = engine_corpus(docs, globs(glob), engine)
         outcome = run_evaluation(
             corpus,
             gold,
@@ -182,7 +178,7 @@ def evaluate(
             max_unmapped_rate=max_unmapped_rate,
             allow_mismatch=allow_mismatch,
             expected_gold_hash=gold_set_hash,
-            gold_hash_policy=corpus_mismatch_policy,
+            gold_hash_policy=GoldHashPolicy(corpus_mismatch_policy.value),
             progress=progress(run.name),
             locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
             jobs=1 if local is None else local,
@@ -194,8 +190,13 @@ def evaluate(
     if output is not None:
         write_evaluation(evaluation, output, redact=redact)
     if report is not None:
+        from spanchor_core.render.files import write_report
+        from spanchor_core.render.markdown import evaluation_markdown
+
         write_report(evaluation_markdown(evaluation, outcome.gold, redact=redact), report)
     if not quiet:
+        from spanchor_core.render.terminal import coverage_line, evaluation_table, mapping_line
+
         console = out_console()
         console.print(evaluation_table(evaluation))
         console.print(mapping_line(evaluation), markup=False)
@@ -220,6 +221,16 @@ def _print_comparison(
     policy_given: bool = True,
     questions: Mapping[str, str] | None = None,
 ) -> None:
+    from spanchor_core.render.terminal import (
+        comparison_findings,
+        comparison_tables,
+        comparison_verdict,
+        default_policy_line,
+        diagnosis_lines,
+        noise_lines,
+        trust_lines,
+    )
+
     console = out_console()
     # A comparison without a policy gates by the default one: say which, before anything else
     # (with --quiet too: a quiet CI log still has to say what its verdict was measured against).
@@ -244,6 +255,8 @@ def _print_comparison(
 
 def _print_warnings(outcome: GateOutcome) -> None:
     """What reading each side warned about (a torn last line skipped, ...), on stderr."""
+    from spanchor_core.render.text import escape_control
+
     err = err_console()
     for side, evaluation in (("baseline", outcome.baseline), ("candidate", outcome.candidate)):
         for warning in dict.fromkeys(evaluation.warnings):
@@ -257,6 +270,9 @@ def _redacted(outcome: GateOutcome, redact: bool) -> GateOutcome:
     neither the terminal nor the comparison JSON and reports carry one."""
     if not redact or outcome.diagnosis is None:
         return outcome
+    from spanchor_core.diagnosis import redact_diagnosis
+    from spanchor_core.evaluate.file import REDACTED
+
     diagnosis = redact_diagnosis(outcome.diagnosis, REDACTED)
     comparison = outcome.comparison
     if comparison.diagnosis is not None:
@@ -280,6 +296,13 @@ def _write_outputs(
     html: Path | None,
     redact: bool,
 ) -> None:
+    from spanchor_core.compare import write_comparison
+    from spanchor_core.render.files import write_html, write_report
+    from spanchor_core.render.html import comparison_html
+    from spanchor_core.render.junit import comparison_junit
+    from spanchor_core.render.markdown import comparison_markdown
+    from spanchor_core.render.text import escape_control
+
     with writing_step(not any((json_path, report, junit, html))):
         if json_path is not None:
             write_comparison(outcome.comparison, json_path)
@@ -320,6 +343,9 @@ def _plan(
     html: Path | None,
 ) -> OutputPlan:
     """What ``compare`` and ``gate`` read and write, for the no-clobber check."""
+    from spanchor_core.compare.file import COMPARISON_KIND
+    from spanchor_core.outputs import OutputPlan
+
     plan = OutputPlan().read_documents(config.docs, config.globs).read(config.gold, "the gold set")
     plan.read(config.baseline, "the baseline").read(config.candidate, "the candidate")
     plan.read(policy, "the policy")
@@ -395,6 +421,10 @@ def compare_command(
 
     Example: spanchor compare base.json cand.json --policy policy.json -o comparison.json
     """
+    from spanchor_core.pipeline import policy_with_drops, run_gate
+    from spanchor_core.policy import load_policy
+    from spanchor_core.settings import GateConfig
+
     local = _local_jobs(jobs, ray)
     config = GateConfig(
         docs=docs,
@@ -418,7 +448,7 @@ def compare_command(
     engine = (
         None
         if ray is None or docs is None
-        else ray_engine(ray, workers=ray_workers, source=None if glob else docs, shards=shards)
+        else _ray_engine(ray, workers=ray_workers, source=None if glob else docs, shards=shards)
     )
     with progress_bars(quiet) as progress:
         outcome = run_gate(config, policy=chosen, progress=progress, engine=engine)
@@ -507,6 +537,10 @@ def gate(
     spanchor gate --docs docs --gold gold.jsonl --baseline runs/base.jsonl
     --candidate runs/cand.jsonl
     """
+    from spanchor_core.corpus import DEFAULT_GLOBS
+    from spanchor_core.pipeline import run_gate
+    from spanchor_core.settings import gate_config_from_pyproject, settings_file
+
     config_file = settings_file(config_file)
     config = gate_config_from_pyproject(
         config_file,
@@ -536,7 +570,7 @@ def gate(
         engine = (
             None
             if ray is None
-            else ray_engine(ray, workers=ray_workers, source=source, shards=shards)
+            else _ray_engine(ray, workers=ray_workers, source=source, shards=shards)
         )
         outcome = run_gate(config, policy_base=config_file, progress=progress, engine=engine)
         outcome = _redacted(outcome, config.redact)

@@ -21,7 +21,6 @@ import typer
 
 from spanchor_core.cli.console import out_console
 from spanchor_core.errors import InputError
-from spanchor_core.render.text import escape_control
 
 __all__ = ["EXAMPLES", "example_command", "example_source"]
 
@@ -71,6 +70,8 @@ def example_command(
 
     Example: spanchor example quickstart q && cd q && spanchor gate
     """
+    from spanchor_core.render.text import escape_control
+
     if name not in EXAMPLES:
         raise InputError(
             f"no example {name!r}", hint=f"choose one of: {', '.join(sorted(EXAMPLES))}"

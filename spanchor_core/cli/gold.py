@@ -11,23 +11,10 @@ from typing import Annotated
 
 import typer
 
-from spanchor_core.authoring import (
-    CandidateStatus,
-    promote_candidates,
-    propose_candidates,
-    read_candidates,
-    review_candidate,
-    select_candidates,
-    write_candidates,
-)
-from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
-from spanchor_core.authoring.decisions_file import read_decisions
-from spanchor_core.authoring.review import review_candidates
 from spanchor_core.cli.console import GlobOption, err_console, globs, load_docs, out_console
+from spanchor_core.cli.defaults import CANDIDATE_STATUSES
 from spanchor_core.cli.errors import error_exit_code
 from spanchor_core.exit_codes import ExitCode
-from spanchor_core.outputs import OutputPlan
-from spanchor_core.render.text import escape_control, one_line
 
 __all__ = ["gold_app"]
 
@@ -49,6 +36,10 @@ def gold_extract(
 
     Example: spanchor gold extract docs/ -o candidates.jsonl
     """
+    from spanchor_core.authoring import propose_candidates, write_candidates
+    from spanchor_core.authoring.candidates_file import CANDIDATES_KIND
+    from spanchor_core.outputs import OutputPlan
+
     OutputPlan().read_documents(docs, globs(glob)).write(output, "-o", CANDIDATES_KIND).check()
     corpus = load_docs(docs, glob)
     candidates = propose_candidates(corpus, min_chars=min_chars, max_chars=max_chars)
@@ -154,6 +145,10 @@ def gold_review(
     decisions.csv (every line is checked first; if any is bad, each bad line is named and
     nothing is applied).
     """
+    from spanchor_core.authoring import review_candidate
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.render.text import escape_control
+
     if decisions is not None:
         one = [candidate, question, reason, edited_text, source_start, source_end]
         if approve or reject or any(value is not None for value in one):
@@ -195,6 +190,12 @@ def _review_batch(
     candidates: Path, decisions: Path, docs: Path | None, output: Path | None
 ) -> None:
     """``gold review --decisions``: every bad line on stderr and exit 2, or one append."""
+    from spanchor_core.authoring import CandidateStatus
+    from spanchor_core.authoring.decisions_file import read_decisions
+    from spanchor_core.authoring.review import review_candidates
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.render.text import escape_control
+
     OutputPlan().read_documents(docs, globs(None)).read(decisions, "the decisions file").edit(
         candidates, "the candidates file", "-o", output=output
     ).check()
@@ -229,7 +230,7 @@ def _review_batch(
     )
 
 
-_STATUSES = ", ".join(status.value for status in CandidateStatus)
+_STATUSES = ", ".join(CANDIDATE_STATUSES)
 
 
 @gold_app.command("list")
@@ -267,6 +268,9 @@ def gold_list(
 
     Example: spanchor gold list candidates.jsonl --status pending --search warranty
     """
+    from spanchor_core.authoring import CandidateStatus, read_candidates, select_candidates
+    from spanchor_core.render.text import escape_control, one_line
+
     known = [s.value for s in CandidateStatus]
     if status is not None and status not in known:
         close = difflib.get_close_matches(status, known, n=1)
@@ -318,6 +322,10 @@ def gold_promote(
 
     Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
     """
+    from spanchor_core.authoring import promote_candidates
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.render.text import escape_control
+
     OutputPlan().read_documents(docs, globs(glob)).read(candidates, "the candidates file").edit(
         gold, "the gold set", "--gold"
     ).check()

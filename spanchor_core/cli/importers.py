@@ -8,12 +8,6 @@ from typing import Annotated
 import typer
 
 from spanchor_core.cli.console import out_console
-from spanchor_core.gold import write_gold
-from spanchor_core.gold.model import GOLD_KIND
-from spanchor_core.importers import import_legacy_gold, import_squad, write_squad_documents
-from spanchor_core.importers.squad import squad_document_paths
-from spanchor_core.outputs import OutputPlan
-from spanchor_core.render.text import escape_control
 
 __all__ = ["import_app"]
 
@@ -31,6 +25,13 @@ def import_squad_command(
 
     Example: spanchor import squad xquad.hi.json --out docs/ --gold gold.jsonl
     """
+    from spanchor_core.gold import write_gold
+    from spanchor_core.gold.model import GOLD_KIND
+    from spanchor_core.importers import import_squad, write_squad_documents
+    from spanchor_core.importers.squad import squad_document_paths
+    from spanchor_core.outputs import OutputPlan
+    from spanchor_core.render.text import escape_control
+
     imported = import_squad(source)
     plan = OutputPlan().read(source, "the SQuAD file").write(gold, "--gold", GOLD_KIND)
     for path in squad_document_paths(imported, out):
@@ -58,6 +59,11 @@ def import_legacy_command(
 
     Example: spanchor import legacy old-gold.jsonl -o gold.jsonl
     """
+    from spanchor_core.gold import write_gold
+    from spanchor_core.gold.model import GOLD_KIND
+    from spanchor_core.importers import import_legacy_gold
+    from spanchor_core.outputs import OutputPlan
+
     OutputPlan().read(source, "the 0.x gold file").write(gold, "-o", GOLD_KIND).check()
     converted = import_legacy_gold(source)
     write_gold(converted, gold)

@@ -9,16 +9,6 @@ from typing import Annotated
 import typer
 
 from spanchor_core.cli.console import GlobOption, load_docs, out_console
-from spanchor_core.index_store import (
-    cache_dir,
-    clear_cache,
-    entry_key,
-    index_entries,
-    load_indexes,
-    persistent_locator,
-)
-from spanchor_core.locate import Locator
-from spanchor_core.render.text import escape_control
 
 __all__ = ["index_app"]
 
@@ -46,6 +36,10 @@ def build(
 
     Example: spanchor index build docs/
     """
+    from spanchor_core.index_store import cache_dir, entry_key, load_indexes, persistent_locator
+    from spanchor_core.locate import Locator
+    from spanchor_core.render.text import escape_control
+
     corpus = load_docs(docs, glob)
     root = cache_dir(cache)
     console = out_console()
@@ -68,6 +62,9 @@ def info(cache: CacheOption = None) -> None:
 
     Example: spanchor index info
     """
+    from spanchor_core.index_store import cache_dir, index_entries
+    from spanchor_core.render.text import escape_control
+
     root = cache_dir(cache)
     console = out_console()
     entries = index_entries(root)
@@ -87,6 +84,9 @@ def clear(cache: CacheOption = None) -> None:
 
     Example: spanchor index clear
     """
+    from spanchor_core.index_store import cache_dir, clear_cache
+    from spanchor_core.render.text import escape_control
+
     root = cache_dir(cache)
     removed = clear_cache(root)
     out_console().print(

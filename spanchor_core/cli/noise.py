@@ -9,10 +9,9 @@ replaces a file the command read, except the ``--policy`` file when it is named 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from spanchor_core.cli.console import (
     AllowMismatchOption,
@@ -22,9 +21,11 @@ from spanchor_core.cli.console import (
     out_console,
     parse_k,
 )
-from spanchor_core.pipeline import NoiseOutcome, run_noise
-from spanchor_core.policy import check_policy_target, load_policy, with_noise, write_policy
-from spanchor_core.render.text import escape_control
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from spanchor_core.pipeline import NoiseOutcome
 
 __all__ = ["noise_command"]
 
@@ -32,6 +33,10 @@ _SHOWN = 10
 
 
 def _table(outcome: NoiseOutcome) -> Table:
+    from rich.table import Table
+
+    from spanchor_core.render.text import escape_control
+
     table = Table(title="noise between the baselines", title_justify="left")
     for name in ("metric", "flaky", "widest band", "mean spread"):
         table.add_column(name, justify="left" if name == "metric" else "right")
@@ -125,6 +130,10 @@ def noise_command(
     Example: spanchor noise runs/base-1.jsonl runs/base-2.jsonl runs/base-3.jsonl
     --docs docs --gold gold.jsonl --policy policy.json -o policy.json
     """
+    from spanchor_core.pipeline import run_noise
+    from spanchor_core.policy import check_policy_target, load_policy, with_noise, write_policy
+    from spanchor_core.render.text import escape_control
+
     inputs = [*baselines, *(p for p in (gold,) if p is not None)]
     target = None
     if output is not None:  # refuse a bad target before any scoring

@@ -345,6 +345,11 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     warnings: tuple[str, ...] = ()
     records: int | None = None
     """Records the run held (None when unknown, as for spanchor 0.x evaluation files)."""
+    _aggregates: dict[str, MetricSummary] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """:meth:`aggregates` once computed: the terminal table, the report and the writer each
+    ask for them, and at 10,000 queries one computation costs 0.25-0.35 s."""
 
     @property
     def repeated(self) -> tuple[str, ...]:
@@ -405,6 +410,8 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     def aggregate(self, name: str) -> MetricSummary:
         """Mean, population std, min, max and n of one metric over the scored queries."""
         self._check_name(name)
+        if self._aggregates is not None:
+            return self._aggregates[name]
         column = self.queries.column(name) if isinstance(self.queries, QueryTable) else None
         if column is not None:
             return MetricSummary.of(column)
@@ -414,5 +421,28 @@ class Evaluation(Mapping[str, QueryEvaluation]):
         return self.aggregate(name).mean
 
     def aggregates(self) -> dict[str, MetricSummary]:
-        """:meth:`aggregate` for every metric, in metric order."""
-        return {name: self.aggregate(name) for name in self.metric_names}
+        """:meth:`aggregate` for every metric, in metric order (computed once per evaluation).
+
+        Queries held as a dictionary are read in one pass (``tuple(metrics.values())`` per
+        query rather than a look-up per query and metric); the same :meth:`MetricSummary.of`
+        of the same values in the same order, so the same numbers.
+        """
+        if self._aggregates is None:
+            object.__setattr__(self, "_aggregates", self._summarise())
+        assert self._aggregates is not None
+        return dict(self._aggregates)
+
+    def _summarise(self) -> dict[str, MetricSummary]:
+        names = self.metric_names
+        if not names or not self.queries or isinstance(self.queries, QueryTable):
+            return {name: self.aggregate(name) for name in names}
+        rows = []
+        for query in self.queries.values():
+            metrics = query.metrics
+            if tuple(metrics) != names:  # not in metric order: one metric at a time
+                return {name: self.aggregate(name) for name in names}
+            rows.append(tuple(metrics.values()))
+        return {
+            name: MetricSummary.of(column)
+            for name, column in zip(names, zip(*rows, strict=True), strict=True)
+        }
