@@ -500,22 +500,23 @@ def test_the_locator_is_built_once_per_session(project: pytest.Pytester) -> None
     project.makeconftest(
         """
         import pytest
-        import spanchor_core.testing.plugin as plugin
+        import spanchor_core.locate as locate
 
         BUILT = []
 
         @pytest.fixture(scope="session", autouse=True)
         def count_locators():
-            original = plugin.Locator
+            # the fixture imports Locator from spanchor_core.locate when it runs
+            original = locate.Locator
 
             class Counting(original):
                 def __init__(self, *args, **kwargs):
                     BUILT.append(1)
                     super().__init__(*args, **kwargs)
 
-            plugin.Locator = Counting
+            locate.Locator = Counting
             yield
-            plugin.Locator = original
+            locate.Locator = original
         """
     )
     project.makepyfile(

@@ -46,22 +46,11 @@ that have the plugin installed but do not use it are never affected.
 
 from __future__ import annotations
 
-from spanchor_core.testing.assertions import (
-    RetrievalBelowFloor,
-    RetrievalRegression,
-    assert_evaluation,
-    assert_no_regression,
-    evaluation_floor_failures,
-)
-from spanchor_core.testing.config import SpanchorConfig
-from spanchor_core.testing.inputs import EvaluationSource, PathLike, PolicySource
-from spanchor_core.testing.messages import (
-    DEFAULT_EXCERPT_CHARS,
-    DEFAULT_LIMIT,
-    regression_message,
-)
+from typing import TYPE_CHECKING, Any
 
-# The pytest11 entry point names this module: pytest finds the hook and the fixtures here.
+# The pytest11 entry point names this module: pytest finds the hook and the fixtures here. They
+# import the library when a test first asks for one, so a pytest session that uses none of them
+# never loads numpy, pydantic or the index (the names below come in on first use).
 from spanchor_core.testing.plugin import (
     AssertNoRegression,
     EvaluateRun,
@@ -75,6 +64,54 @@ from spanchor_core.testing.plugin import (
     spanchor_locator,
     spanchor_policy,
 )
+
+if TYPE_CHECKING:
+    from spanchor_core.testing.assertions import (
+        RetrievalBelowFloor,
+        RetrievalRegression,
+        assert_evaluation,
+        assert_no_regression,
+        evaluation_floor_failures,
+    )
+    from spanchor_core.testing.config import SpanchorConfig
+    from spanchor_core.testing.inputs import EvaluationSource, PathLike, PolicySource
+    from spanchor_core.testing.messages import (
+        DEFAULT_EXCERPT_CHARS,
+        DEFAULT_LIMIT,
+        regression_message,
+    )
+
+_LAZY = {
+    "RetrievalBelowFloor": "assertions",
+    "RetrievalRegression": "assertions",
+    "assert_evaluation": "assertions",
+    "assert_no_regression": "assertions",
+    "evaluation_floor_failures": "assertions",
+    "SpanchorConfig": "config",
+    "EvaluationSource": "inputs",
+    "PathLike": "inputs",
+    "PolicySource": "inputs",
+    "DEFAULT_EXCERPT_CHARS": "messages",
+    "DEFAULT_LIMIT": "messages",
+    "regression_message": "messages",
+}
+"""Name -> the module of this package that defines it, imported on first use (PEP 562).
+
+No ``__dir__`` lists them on purpose: pytest looks for fixtures with ``dir()`` and ``getattr``
+over this module, which would import them all at start-up."""
+
+if not TYPE_CHECKING:  # to a type checker every name is an ordinary import (above)
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "DEFAULT_EXCERPT_CHARS",

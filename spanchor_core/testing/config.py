@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 import pytest
 
@@ -25,6 +24,7 @@ from spanchor_core.settings import (
     read_settings,
     settings_table,
 )
+from spanchor_core.testing.options import CONFIG, SETTINGS, Setting
 
 __all__ = ["CONFIG", "SETTINGS", "Setting", "SpanchorConfig", "given", "read_config"]
 
@@ -45,30 +45,6 @@ class SpanchorConfig:
     allow_mismatch: bool = False
     config_file: Path | None = None
     """The TOML file whose ``[tool.spanchor]`` table was read, if it has one."""
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    option: str
-    ini: str
-    table_key: str
-    what: str
-
-
-SETTINGS: Final = {
-    "docs": Setting("--spanchor-docs", "spanchor_docs", "docs", "the documents directory"),
-    "gold": Setting("--spanchor-gold", "spanchor_gold", "gold", "the gold set (JSONL)"),
-    "baseline": Setting(
-        "--spanchor-baseline",
-        "spanchor_baseline",
-        "baseline",
-        "the baseline run or evaluation file",
-    ),
-    "policy": Setting("--spanchor-policy", "spanchor_policy", "policy", "the policy file"),
-}
-CONFIG = Setting(
-    "--spanchor-config", "spanchor_config", "", "the TOML file with a [tool.spanchor] table"
-)
 
 
 def given(config: pytest.Config, name: str, setting: Setting) -> Path | None:

@@ -10,28 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, NoReturn, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, NoReturn, ParamSpec, Protocol, TypeVar
 
 import pytest
 
-from spanchor_core.compare import Comparison
-from spanchor_core.corpus import Corpus, load_corpus
 from spanchor_core.errors import SpanchorError
-from spanchor_core.evaluate import Evaluation, read_evaluation
-from spanchor_core.gold import GoldSet, read_gold
-from spanchor_core.locate import Locator
-from spanchor_core.pipeline import file_kind, score_run
-from spanchor_core.policy import Policy
-from spanchor_core.runs import Run
-from spanchor_core.testing.assertions import assert_no_regression
-from spanchor_core.testing.config import CONFIG, SETTINGS, SpanchorConfig, read_config
-from spanchor_core.testing.inputs import (
-    EvaluationSource,
-    PathLike,
-    PolicySource,
-    as_path,
-    evaluation_or_run,
-)
+from spanchor_core.testing.options import CONFIG, SETTINGS
+
+if TYPE_CHECKING:  # the library is imported by the fixtures, when a test first asks for one
+    from spanchor_core.compare import Comparison
+    from spanchor_core.corpus import Corpus
+    from spanchor_core.evaluate import Evaluation
+    from spanchor_core.gold import GoldSet
+    from spanchor_core.locate import Locator
+    from spanchor_core.policy import Policy
+    from spanchor_core.runs import Run
+    from spanchor_core.testing.config import SpanchorConfig
+    from spanchor_core.testing.inputs import EvaluationSource, PathLike, PolicySource
 
 __all__ = [
     "AssertNoRegression",
@@ -49,7 +44,7 @@ __all__ = [
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-_CONFIG_KEY = pytest.StashKey[SpanchorConfig]()
+_CONFIG_KEY = pytest.StashKey["SpanchorConfig"]()
 
 
 _INI_STRING: Final = "string"
@@ -103,6 +98,8 @@ def _load(config: pytest.Config) -> SpanchorConfig:
     __tracebackhide__ = True
     cached = config.stash.get(_CONFIG_KEY, None)
     if cached is None:
+        from spanchor_core.testing.config import read_config
+
         try:
             cached = read_config(config)
         except SpanchorError as err:
@@ -156,6 +153,8 @@ def _guarded(what: str, load: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwa
 @pytest.fixture(scope="session")
 def spanchor_corpus(spanchor_config: SpanchorConfig) -> Corpus:
     """The configured documents, loaded once per session."""
+    from spanchor_core.corpus import load_corpus
+
     docs = _required(spanchor_config, "docs", "the spanchor_corpus fixture")
     corpus: Corpus = _guarded("the documents", load_corpus, docs, globs=spanchor_config.globs)
     return corpus
@@ -164,6 +163,8 @@ def spanchor_corpus(spanchor_config: SpanchorConfig) -> Corpus:
 @pytest.fixture(scope="session")
 def spanchor_gold(spanchor_config: SpanchorConfig) -> GoldSet:
     """The configured gold set, read once per session."""
+    from spanchor_core.gold import read_gold
+
     gold: GoldSet = _guarded(
         "the gold set", read_gold, _required(spanchor_config, "gold", "the spanchor_gold fixture")
     )
@@ -173,6 +174,8 @@ def spanchor_gold(spanchor_config: SpanchorConfig) -> GoldSet:
 @pytest.fixture(scope="session")
 def spanchor_locator(spanchor_corpus: Corpus) -> Locator:
     """One :class:`Locator` over the configured corpus: its index is built once per session."""
+    from spanchor_core.locate import Locator
+
     return Locator(spanchor_corpus)
 
 
@@ -191,6 +194,9 @@ def spanchor_evaluate(
 ) -> EvaluateRun:
     """``spanchor_evaluate(run) -> Evaluation``: score a run (object or file) against the
     configured corpus and gold set, reusing the session's locator."""
+    from spanchor_core.pipeline import score_run
+    from spanchor_core.runs import Run
+    from spanchor_core.testing.inputs import as_path
 
     def evaluate_run(
         run: Run | PathLike,
@@ -217,6 +223,9 @@ def spanchor_baseline(
 ) -> Evaluation:
     """The configured baseline as an :class:`Evaluation`: an evaluation file as it is, a run
     file scored once per session (which then needs the documents and the gold set too)."""
+    from spanchor_core.evaluate import read_evaluation
+    from spanchor_core.pipeline import file_kind
+
     path = _required(spanchor_config, "baseline", "the spanchor_baseline fixture")
     kind = _guarded("the baseline", file_kind, path)
     if kind == "evaluation":
@@ -235,6 +244,10 @@ def spanchor_assert_no_regression(
     configured baseline, policy, seed and ``max_unmapped_rate``, with the configured gold set
     and corpus (when set) for the message. ``candidate`` may be a run, which is scored with the
     session's locator."""
+    from spanchor_core.runs import Run
+    from spanchor_core.testing.assertions import assert_no_regression
+    from spanchor_core.testing.inputs import evaluation_or_run
+
     config = spanchor_config
     corpus: Corpus | None = None
     gold: GoldSet | None = None
