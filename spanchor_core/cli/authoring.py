@@ -32,8 +32,8 @@ def locate(
     Exits 1 when the text occurs nowhere (like grep). Example:
     spanchor locate "two-year warranty" docs/
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import locate_text
-    from spanchor_core.render.text import escape_control
 
     found = locate_text(load_docs(docs, glob), text, context=context, document_id=document)
     if as_json:
@@ -105,9 +105,9 @@ def anchor_add(
     Examples: spanchor anchor add q9 "How long is the warranty?" docs/ "two-year warranty"
     (a new query), spanchor anchor add q9 docs/ "parts and labour" (more evidence for q9).
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import add_anchor
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     if len(rest) not in (2, 3):
         raise typer.BadParameter(
@@ -170,8 +170,8 @@ def anchor_remove(
     its last one, remove the query (spanchor query remove). Example:
     spanchor anchor remove q9 --gold gold.jsonl --index 2
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import remove_anchor
-    from spanchor_core.render.text import escape_control
 
     done = remove_anchor(gold, query_id, index=index, text=text)
     gone = done.anchor
@@ -217,8 +217,8 @@ def anchor_replace(
     Name the old anchor with --index N or --text TEXT (not needed when the query has one).
     Example: spanchor anchor replace q9 docs/ "two-year warranty on parts" --index 1
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import replace_anchor
-    from spanchor_core.render.text import escape_control
 
     done = replace_anchor(
         gold,
@@ -252,8 +252,8 @@ def query_remove(
 
     Example: spanchor query remove q9 --gold gold.jsonl
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import remove_query
-    from spanchor_core.render.text import escape_control
 
     query = remove_query(gold, query_id)
     out_console().print(
@@ -281,10 +281,10 @@ def check_corpus_command(
     With --fix, moved anchors are rewritten and the exit code is 0 when nothing is left
     broken. Example: spanchor check-corpus docs/ gold.jsonl --fix
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import check_corpus, fix_gold
     from spanchor_core.gold import read_gold, write_gold
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     if search not in ("corpus", "document", "none"):
         raise typer.BadParameter("--search must be corpus, document or none")

@@ -23,7 +23,7 @@ def info(
 
     Example: spanchor info examples/quickstart/docs
     """
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     corpus = load_docs(docs, glob)
     console = out_console()
@@ -48,9 +48,9 @@ def validate(
 
     Example: spanchor validate docs/ gold.jsonl
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.gold import validate_gold
     from spanchor_core.gold.validate import read_gold_checked
-    from spanchor_core.render.text import escape_control
 
     corpus = load_docs(docs, glob)
     gold_set, malformed = read_gold_checked(gold)  # a bad line must not hide the others

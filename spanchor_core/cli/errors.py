@@ -47,7 +47,7 @@ def exit_status(done: SystemExit) -> int:
 
 def error_exit_code(err: Exception) -> ExitCode:
     """Print ``err`` as one line on stderr and return the exit code it stands for."""
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     if isinstance(err, SpanchorError):
         print(f"spanchor: error: {escape_control(str(err))}", file=sys.stderr)
@@ -79,7 +79,7 @@ def usage_error_exit_code(err: Exception) -> int:
         return ExitCode.BAD_INPUT
     if not isinstance(err, typer.TyperException):
         return error_exit_code(err)
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     message = " ".join(err.format_message().split()).rstrip(".")
     command = ctx.command_path if ctx is not None else "spanchor"

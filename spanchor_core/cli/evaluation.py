@@ -147,11 +147,11 @@ def evaluate(
 
     Example: spanchor evaluate docs/ gold.jsonl runs/candidate.jsonl --k 1,3,5,10 -o eval.json
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.evaluate import write_evaluation
     from spanchor_core.evaluate.model import EVALUATION_KIND
     from spanchor_core.outputs import OutputPlan
     from spanchor_core.pipeline.evaluation import GoldHashPolicy, run_evaluation
-    from spanchor_core.render.text import escape_control
 
     OutputPlan().read_documents(docs, globs(glob)).read(gold, "the gold set").read(
         run, "the run"
@@ -255,7 +255,7 @@ def _print_comparison(
 
 def _print_warnings(outcome: GateOutcome) -> None:
     """What reading each side warned about (a torn last line skipped, ...), on stderr."""
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     err = err_console()
     for side, evaluation in (("baseline", outcome.baseline), ("candidate", outcome.candidate)):
@@ -296,12 +296,12 @@ def _write_outputs(
     html: Path | None,
     redact: bool,
 ) -> None:
+    from spanchor_core._escape import escape_control
     from spanchor_core.compare import write_comparison
     from spanchor_core.render.files import write_html, write_report
     from spanchor_core.render.html import comparison_html
     from spanchor_core.render.junit import comparison_junit
     from spanchor_core.render.markdown import comparison_markdown
-    from spanchor_core.render.text import escape_control
 
     with writing_step(not any((json_path, report, junit, html))):
         if json_path is not None:

@@ -70,7 +70,7 @@ def example_command(
 
     Example: spanchor example quickstart q && cd q && spanchor gate
     """
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     if name not in EXAMPLES:
         raise InputError(

@@ -145,9 +145,9 @@ def gold_review(
     decisions.csv (every line is checked first; if any is bad, each bad line is named and
     nothing is applied).
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import review_candidate
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     if decisions is not None:
         one = [candidate, question, reason, edited_text, source_start, source_end]
@@ -190,11 +190,11 @@ def _review_batch(
     candidates: Path, decisions: Path, docs: Path | None, output: Path | None
 ) -> None:
     """``gold review --decisions``: every bad line on stderr and exit 2, or one append."""
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import CandidateStatus
     from spanchor_core.authoring.decisions_file import read_decisions
     from spanchor_core.authoring.review import review_candidates
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     OutputPlan().read_documents(docs, globs(None)).read(decisions, "the decisions file").edit(
         candidates, "the candidates file", "-o", output=output
@@ -322,9 +322,9 @@ def gold_promote(
 
     Example: spanchor gold promote candidates.jsonl docs/ --gold gold.jsonl
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.authoring import promote_candidates
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     OutputPlan().read_documents(docs, globs(glob)).read(candidates, "the candidates file").edit(
         gold, "the gold set", "--gold"

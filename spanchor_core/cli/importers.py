@@ -25,12 +25,12 @@ def import_squad_command(
 
     Example: spanchor import squad xquad.hi.json --out docs/ --gold gold.jsonl
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.gold import write_gold
     from spanchor_core.gold.model import GOLD_KIND
     from spanchor_core.importers import import_squad, write_squad_documents
     from spanchor_core.importers.squad import squad_document_paths
     from spanchor_core.outputs import OutputPlan
-    from spanchor_core.render.text import escape_control
 
     imported = import_squad(source)
     plan = OutputPlan().read(source, "the SQuAD file").write(gold, "--gold", GOLD_KIND)

@@ -36,9 +36,9 @@ def build(
 
     Example: spanchor index build docs/
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.index_store import cache_dir, entry_key, load_indexes, persistent_locator
     from spanchor_core.locate import Locator
-    from spanchor_core.render.text import escape_control
 
     corpus = load_docs(docs, glob)
     root = cache_dir(cache)
@@ -62,8 +62,8 @@ def info(cache: CacheOption = None) -> None:
 
     Example: spanchor index info
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.index_store import cache_dir, index_entries
-    from spanchor_core.render.text import escape_control
 
     root = cache_dir(cache)
     console = out_console()
@@ -84,8 +84,8 @@ def clear(cache: CacheOption = None) -> None:
 
     Example: spanchor index clear
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.index_store import cache_dir, clear_cache
-    from spanchor_core.render.text import escape_control
 
     root = cache_dir(cache)
     removed = clear_cache(root)

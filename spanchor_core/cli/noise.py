@@ -35,7 +35,7 @@ _SHOWN = 10
 def _table(outcome: NoiseOutcome) -> Table:
     from rich.table import Table
 
-    from spanchor_core.render.text import escape_control
+    from spanchor_core._escape import escape_control
 
     table = Table(title="noise between the baselines", title_justify="left")
     for name in ("metric", "flaky", "widest band", "mean spread"):
@@ -130,9 +130,9 @@ def noise_command(
     Example: spanchor noise runs/base-1.jsonl runs/base-2.jsonl runs/base-3.jsonl
     --docs docs --gold gold.jsonl --policy policy.json -o policy.json
     """
+    from spanchor_core._escape import escape_control
     from spanchor_core.pipeline import run_noise
     from spanchor_core.policy import check_policy_target, load_policy, with_noise, write_policy
-    from spanchor_core.render.text import escape_control
 
     inputs = [*baselines, *(p for p in (gold,) if p is not None)]
     target = None
