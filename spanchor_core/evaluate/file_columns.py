@@ -10,7 +10,8 @@ from __future__ import annotations
 import operator
 import re
 from array import array
-from itertools import chain, repeat
+from functools import partial
+from itertools import chain, repeat, starmap
 from typing import Any, Final
 
 import numpy as np
@@ -102,6 +103,8 @@ PLAIN_LINE: Final = _plain_line_pattern()
 """Our writer's usual query line (:func:`_plain_line_pattern`); ``fullmatch`` it."""
 _GROUPS: Final = operator.methodcaller("group", 1, 2, 3, 4, 5)
 _STATUS_BYTES: Final = {key.encode(): status for key, status in _STATUSES.items()}
+_DOC_SPAN: Final = partial(tuple.__new__, DocSpan)
+"""A :class:`DocSpan` of three values in its field order, without its ``__new__``'s call."""
 
 
 def _tail(text: bytes, start: int, end: int) -> bytes:
@@ -392,8 +395,8 @@ class _Columns:
             self.ids[row],
             self.table.row(row),
             self.statuses[row],
-            tuple(DocSpan(*span.values()) for span in gold),
-            tuple(LocatedResult(*result.values()) for result in results),
+            tuple(map(_DOC_SPAN, map(dict.values, gold))),
+            tuple(starmap(LocatedResult, map(dict.values, results))),
             stats,
             self.errors[row],
         )
