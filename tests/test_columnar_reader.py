@@ -284,3 +284,32 @@ def test_lines_with_other_text_are_parsed_whole_and_read_the_same(tmp_path: Path
     _same(read, _strict(path))
     assert read["q500"].gold == (DocSpan("dé:c", 1, 5),)
     assert read["q500"].error == 'a "quoted" error'
+
+
+def test_a_query_with_no_results_and_no_gold_is_matched_and_read_the_same(
+    tmp_path: Path,
+) -> None:
+    evaluation = _evaluation(5)
+    queries = dict(evaluation.queries)
+    queries["q002"] = QueryEvaluation(
+        query_id="q002",
+        metrics=dict(queries["q002"].metrics),
+        status=QueryStatus.MISSING_IN_RUN,
+        mapping=MappingStats.of(()),
+    )
+    path = tmp_path / "e.json"
+    write_evaluation(
+        Evaluation(
+            queries=queries,
+            settings=evaluation.settings,
+            metric_names=evaluation.metric_names,
+            records=evaluation.records,
+        ),
+        path,
+    )
+    assert all(PLAIN_LINE.fullmatch(line.encode()) for line in _query_lines(path))
+    read = read_evaluation(path)
+    assert isinstance(read.queries, QueryTable)
+    _same(read, _strict(path))
+    assert read["q002"].results == ()
+    assert read["q002"].status is QueryStatus.MISSING_IN_RUN
