@@ -23,6 +23,7 @@ from spanchor_core.evaluate import (
     write_evaluation,
 )
 from spanchor_core.evaluate import file as evaluation_file
+from spanchor_core.evaluate.file_columns import PLAIN_LINE
 from spanchor_core.evaluate.file_models import EvaluationFile
 from spanchor_core.evaluate.model import MetricRow, QueryTable, TraceSummary
 from spanchor_core.spans import DocSpan
@@ -197,3 +198,118 @@ def test_a_columnar_evaluation_is_written_back_byte_for_byte(tmp_path: Path) -> 
     write_evaluation(_evaluation(50, traced=frozenset({7})), path)
     write_evaluation(read_evaluation(path), again)
     assert again.read_bytes() == path.read_bytes()
+
+
+def _query_lines(path: Path) -> list[str]:
+    return [
+        line.strip().rstrip(",")
+        for line in path.read_text(encoding="utf-8").split("\n")
+        if line.startswith('    {"query_id"')
+    ]
+
+
+def test_our_writer_s_usual_lines_are_matched_without_parsing_their_results(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40, traced=frozenset({7})), path)
+    lines = _query_lines(path)
+    matched = [PLAIN_LINE.fullmatch(line.encode()) is not None for line in lines]
+    assert matched == [i != 7 for i in range(40)]  # a traced query is parsed whole
+    match = PLAIN_LINE.fullmatch(lines[4].encode())
+    assert match is not None
+    assert match.group(1, 2, 3) == (b"q004", b"error", b"timed out")
+    assert match.group(5).startswith(b'"gold": [')
+    read = file_read._read_fast(path)
+    assert read is not None
+    assert isinstance(read.queries, QueryTable)
+    _same(read, _strict(path))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"start": 9,', '"start": 09,'),  # not JSON
+        ('"start": 9,', '"start": ,'),
+        ('"rank": 2,', '"rank": 2,,'),
+        ('"confidence": 0.93,', '"confidence": 0.93.1,'),
+        ('"hint_rejected": false}', '"hint_rejected": nope}'),
+        ('"end": 9,', '"end": 1e999,'),  # a whole number where inf would come
+        ('"doc-x"', '"doc-\x01"'),  # a raw control character
+        ('"results": [', '"results": [[], '),
+    ],
+)
+def test_what_follows_the_metrics_is_checked_though_not_parsed(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q008"' in line)
+    assert old in lines[at]
+    lines[at] = lines[at].replace(old, new, 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert PLAIN_LINE.fullmatch(lines[at].strip().rstrip(",").encode()) is None
+    assert file_read._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match=r"e\.json"):
+        read_evaluation(path)
+
+
+def test_lines_with_other_text_are_parsed_whole_and_read_the_same(tmp_path: Path) -> None:
+    evaluation = _evaluation(1100)  # more than one batch of matched lines
+    queries = dict(evaluation.queries)
+    odd = queries["q500"]
+    queries["q500"] = QueryEvaluation(
+        query_id="q500",
+        metrics=dict(odd.metrics),
+        gold=(DocSpan("dé:c", 1, 5),),  # non-ASCII and a ':' in a string
+        results=odd.results,
+        mapping=odd.mapping,
+        error='a "quoted" error',
+        status=QueryStatus.ERROR,
+    )
+    path = tmp_path / "e.json"
+    write_evaluation(
+        Evaluation(
+            queries=queries,
+            settings=evaluation.settings,
+            metric_names=evaluation.metric_names,
+            records=evaluation.records,
+        ),
+        path,
+    )
+    read = file_read._read_fast(path)
+    assert read is not None
+    assert isinstance(read.queries, QueryTable)
+    _same(read, _strict(path))
+    assert read["q500"].gold == (DocSpan("dé:c", 1, 5),)
+    assert read["q500"].error == 'a "quoted" error'
+
+
+def test_a_query_with_no_results_and_no_gold_is_matched_and_read_the_same(
+    tmp_path: Path,
+) -> None:
+    evaluation = _evaluation(5)
+    queries = dict(evaluation.queries)
+    queries["q002"] = QueryEvaluation(
+        query_id="q002",
+        metrics=dict(queries["q002"].metrics),
+        status=QueryStatus.MISSING_IN_RUN,
+        mapping=MappingStats.of(()),
+    )
+    path = tmp_path / "e.json"
+    write_evaluation(
+        Evaluation(
+            queries=queries,
+            settings=evaluation.settings,
+            metric_names=evaluation.metric_names,
+            records=evaluation.records,
+        ),
+        path,
+    )
+    assert all(PLAIN_LINE.fullmatch(line.encode()) for line in _query_lines(path))
+    read = read_evaluation(path)
+    assert isinstance(read.queries, QueryTable)
+    _same(read, _strict(path))
+    assert read["q002"].results == ()
+    assert read["q002"].status is QueryStatus.MISSING_IN_RUN

@@ -183,9 +183,10 @@ class QueryChange:
     @property
     def severity(self) -> float:
         """The largest drop among the regressed metrics (0.0 if none): how to rank regressions."""
-        regressed = set(self.regressed)
-        drops = [abs(c.delta) for c in self.changes if c.metric in regressed]
-        return max(drops, default=0.0)
+        regressed = self.regressed
+        if not regressed:
+            return 0.0
+        return max([abs(c.delta) for c in self.changes if c.metric in regressed], default=0.0)
 
     def change(self, metric: str) -> MetricChange:
         for item in self.changes:

@@ -55,7 +55,8 @@ def paired_statistics(
             stop = min(n_resamples, start + rows)
             index = boot.integers(0, n, size=(stop - start, n))
             for j in varying:
-                sums[j, start:stop] = deltas[j][index].sum(axis=1)
+                # take: the same values as deltas[j][index], gathered faster
+                sums[j, start:stop] = deltas[j].take(index).sum(axis=1)
     means = sums / n
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail], axis=1)

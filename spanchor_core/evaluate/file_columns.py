@@ -7,8 +7,11 @@ not vouch for is built by its :class:`~spanchor_core.evaluate.file_queries._Buil
 
 from __future__ import annotations
 
+import operator
+import re
 from array import array
-from itertools import chain, repeat
+from functools import partial
+from itertools import chain, repeat, starmap
 from typing import Any, Final
 
 import numpy as np
@@ -26,6 +29,9 @@ from spanchor_core.evaluate.file_queries import (
     _STR_OR_NONE,
     _Builder,
     _is_score,
+)
+from spanchor_core.evaluate.model import (
+    _STATUSES as _MATCH_STATUSES,
 )
 from spanchor_core.evaluate.model import (
     LocatedResult,
@@ -48,6 +54,57 @@ _MAPPING_KEY_LIST: Final = list(_MAPPING_ORDER)
 _SPAN_KEY_LIST: Final = list(_SPAN_ORDER)
 _RESULT_KEY_LIST: Final = list(_RESULT_ORDER)
 _BOOL: Final = {bool}
+
+
+def _plain_line_pattern() -> re.Pattern[bytes]:
+    """A query line as our writer writes it in the usual case, member by member: strings of
+    ASCII without escapes or control characters, whole numbers of at most 18 digits, floats
+    without a huge exponent, every mapping count in ``MatchStatus`` order, no traces.
+
+    Groups: the id, the status, the error (``None`` for ``null``), the metrics object (any
+    JSON object without nesting, escapes or non-ASCII: orjson parses it) and the rest of the
+    line from ``"gold"`` on. What it matches parses with orjson to what :meth:`_Columns.add`
+    accepts, so the rest of a line is parsed only for the queries that are built."""
+    text = rb'"[^"\\\x00-\x1f\x80-\xff]*+"'
+    whole = rb"-?+(?:0|[1-9][0-9]{0,17}+)"
+    # a float, never ``inf`` when parsed: at most 20 digits before the point, a 2-digit exponent
+    real = (
+        rb"-?+(?:0|[1-9][0-9]{0,19}+)"
+        rb"(?:\.[0-9]++(?:[eE][+-]?+[0-9]{1,2}+)?+|[eE][+-]?+[0-9]{1,2}+)"
+    )
+    number = rb"(?:" + real + rb"|" + whole + rb")"
+
+    def array_of(item: bytes) -> bytes:
+        return rb"\[(?:" + item + rb"(?:, " + item + rb")*+)?+\]"
+
+    span = rb'\{"document_id": ' + text + rb', "start": ' + whole + rb', "end": ' + whole + rb"\}"
+    result = (
+        rb'\{"rank": ' + whole + rb', "status": ' + text
+        + rb', "document_id": (?:null|' + text + rb")"
+        + rb', "start": (?:null|' + whole + rb'), "end": (?:null|' + whole + rb")"
+        + rb', "confidence": ' + real + rb', "hint_rejected": (?:true|false)\}'
+    )  # fmt: skip
+    counts = b", ".join(b'"' + re.escape(s.encode()) + b'": ' + whole for s in _MATCH_STATUSES)
+    mapping = (
+        rb'\{"counts": \{' + counts + rb'\}, "hint_rejected": ' + whole
+        + rb', "total": ' + whole + rb', "unmapped_rate": ' + number + rb"\}"
+    )  # fmt: skip
+    statuses = b"|".join(re.escape(s.encode()) for s in sorted(_STATUSES, key=len, reverse=True))
+    return re.compile(
+        rb'\{"query_id": "([^"\\\x00-\x1f\x80-\xff]*+)", "status": "(' + statuses + rb')", '
+        rb'"error": (?:null|"([^"\\\x00-\x1f\x80-\xff]*+)"), '
+        rb'"metrics": (\{[^{}\[\]\\\x80-\xff]*+\}), '
+        rb'("gold": ' + array_of(span) + rb', "mapping": ' + mapping
+        + rb', "results": ' + array_of(result) + rb"\})"
+    )  # fmt: skip
+
+
+PLAIN_LINE: Final = _plain_line_pattern()
+"""Our writer's usual query line (:func:`_plain_line_pattern`); ``fullmatch`` it."""
+_GROUPS: Final = operator.methodcaller("group", 1, 2, 3, 4, 5)
+_STATUS_BYTES: Final = {key.encode(): status for key, status in _STATUSES.items()}
+_DOC_SPAN: Final = partial(tuple.__new__, DocSpan)
+"""A :class:`DocSpan` of three values in its field order, without its ``__new__``'s call."""
 
 
 def _tail(text: bytes, start: int, end: int) -> bytes:
@@ -78,6 +135,8 @@ class _Columns:
         self.eager: dict[int, QueryEvaluation] = {}
         self.values = array("d")
         self.name_list = list(names)
+        # the ':' of a metrics object without repeated names: no value holds one
+        self.metric_colons = len(names) + sum(name.count(":") for name in names)
         self.cost = len(_QUERY_ORDER) + len(names) + len(_MAPPING_ORDER)
         self.scores = [i for i, name in enumerate(names) if _is_score(name)]
         self.table: QueryTable | None = None
@@ -256,6 +315,46 @@ class _Columns:
         self.tails.extend(map(_tail, texts, starts, ends))
         return True
 
+    def add_matched(self, matches: list[re.Match[bytes]]) -> bool:
+        """Store query lines that :data:`PLAIN_LINE` matched, their metrics parsed by one
+        orjson call and checked a column at a time (the rest of each line is kept as its
+        text); ``False``, storing nothing, for the caller to add them the longer way."""
+        n = len(matches)
+        groups = map(_GROUPS, matches)
+        raw_ids, raw_statuses, raw_errors, raw_metrics, tails = zip(*groups, strict=True)
+        # ASCII without escapes or control characters (the pattern): the text is the string
+        ids = b"\n".join(raw_ids).decode("ascii").split("\n")
+        if len(set(ids)) != n or not self.seen.isdisjoint(ids):
+            return False
+        joined = b"[" + b",".join(raw_metrics) + b"]"
+        if joined.count(b":") != self.metric_colons * n:
+            return False  # a repeated name (orjson keeps the last one)
+        try:
+            metrics = orjson.loads(joined)
+        except orjson.JSONDecodeError:
+            return False  # NaN, a huge number, a control character: the longer way decides
+        if list(chain.from_iterable(metrics)) != self.name_list * n:
+            return False  # names missing, added, out of order or repeated
+        raw = list(chain.from_iterable(map(dict.values, metrics)))
+        del metrics
+        types = set(map(type, raw))
+        if types != _FLOAT and not types <= _NUMBER:
+            return False
+        try:
+            values = array("d", raw)
+        except OverflowError:
+            return False
+        self.values.extend(values)
+        self.ids.extend(ids)
+        self.seen.update(ids)
+        self.statuses.extend(map(_STATUS_BYTES.__getitem__, raw_statuses))
+        if raw_errors.count(None) == n:
+            self.errors.extend(raw_errors)
+        else:
+            self.errors.extend(None if e is None else e.decode("ascii") for e in raw_errors)
+        self.tails.extend(tails)
+        return True
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -296,8 +395,8 @@ class _Columns:
             self.ids[row],
             self.table.row(row),
             self.statuses[row],
-            tuple(DocSpan(*span.values()) for span in gold),
-            tuple(LocatedResult(*result.values()) for result in results),
+            tuple(map(_DOC_SPAN, map(dict.values, gold))),
+            tuple(starmap(LocatedResult, map(dict.values, results))),
             stats,
             self.errors[row],
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Final
 
@@ -15,7 +16,7 @@ import orjson
 from pydantic import ValidationError
 
 from spanchor_core.errors import EvaluationFileError
-from spanchor_core.evaluate.file_columns import _Columns
+from spanchor_core.evaluate.file_columns import PLAIN_LINE, _Columns
 from spanchor_core.evaluate.file_models import (
     _CURRENT_FORMAT,
     EvaluationFile,
@@ -196,7 +197,9 @@ class _Layout(Exception):
 
 
 _CHUNK: Final = 32
-"""Query lines checked together (:meth:`_Columns.add_chunk`)."""
+"""Parsed query lines checked together (:meth:`_Columns.add_chunk`)."""
+_LINES: Final = 1024
+"""Query lines matched and stored together (:meth:`_Columns.add_matched`)."""
 
 
 def _store(
@@ -219,8 +222,42 @@ def _store(
     return True
 
 
+def _store_parsed(columns: _Columns, texts: list[bytes], ends: list[int]) -> bool:
+    """Query lines parsed whole by orjson, in chunks of :data:`_CHUNK`, and stored; ``False``
+    to decline the file, :class:`_Layout` for a line that is not a whole JSON value."""
+    for at in range(0, len(texts), _CHUNK):
+        part, part_ends = texts[at : at + _CHUNK], ends[at : at + _CHUNK]
+        try:
+            chunk = [orjson.loads(memoryview(t)[:e]) for t, e in zip(part, part_ends, strict=True)]
+        except orjson.JSONDecodeError:
+            raise _Layout from None  # a query over several lines, or broken JSON
+        counts = [t.count(b":") for t in part]
+        if not _store(columns, chunk, part, part_ends, counts):
+            return False
+    return True
+
+
+def _store_lines(columns: _Columns, texts: list[bytes], ends: list[int]) -> bool:
+    """Store query lines (``texts[i][:ends[i]]`` is each one's JSON): the runs of lines in our
+    writer's usual shape (:data:`PLAIN_LINE`) without parsing what follows their metrics,
+    any other line parsed whole; ``False`` to decline the file."""
+    matches = list(map(PLAIN_LINE.fullmatch, texts, repeat(0), ends))
+    at = 0
+    while at < len(texts):
+        plain = matches[at] is not None
+        stop = at + 1
+        while stop < len(texts) and (matches[stop] is not None) == plain:
+            stop += 1
+        run = [match for match in matches[at:stop] if match is not None]
+        stored = bool(run) and columns.add_matched(run)
+        if not stored and not _store_parsed(columns, texts[at:stop], ends[at:stop]):
+            return False
+        at = stop
+    return True
+
+
 def _read_lines(path: Path) -> Evaluation | None:
-    """Our writer's layout (the head, then one query per line) parsed a line at a time, so
+    """Our writer's layout (the head, then one query per line) read a line at a time, so
     that no parsed copy of the whole file is ever alive; raises :class:`_Layout` otherwise.
 
     Lines split on ``\\n`` are whole JSON values, since no JSON string holds a raw newline;
@@ -248,36 +285,29 @@ def _read_lines(path: Path) -> Evaluation | None:
         if extra != 0:
             return None  # a repeated key in the head
         columns = _Columns(tuple(head.metric_names))
-        chunk: list[Any] = []
         texts: list[bytes] = []
         ends: list[int] = []
-        counts: list[int] = []
         last = False  # the previous query had no comma after it: only "]" may follow
         for line in handle:
             text = line.strip(_JSON_SPACE)
             if not text:
                 continue
             if text == b"]":
-                if (len(columns) or chunk) and not last:
+                if (len(columns) or texts) and not last:
                     return None  # a comma before "]"
-                if chunk and not _store(columns, chunk, texts, ends, counts):
+                if texts and not _store_lines(columns, texts, ends):
                     return None
                 break
-            if last:
+            if last:  # another layout (a query over several lines: _Layout) or no comma
+                _store_lines(columns, texts, ends)
                 return None
             last = not text.endswith(b",")
-            end = len(text) if last else len(text) - 1
-            try:
-                chunk.append(orjson.loads(memoryview(text)[:end]))
-            except orjson.JSONDecodeError:
-                raise _Layout from None  # a query over several lines, or broken JSON
             texts.append(text)
-            ends.append(end)
-            counts.append(text.count(b":"))
-            if len(chunk) == _CHUNK:
-                if not _store(columns, chunk, texts, ends, counts):
+            ends.append(len(text) if last else len(text) - 1)
+            if len(texts) == _LINES:
+                if not _store_lines(columns, texts, ends):
                     return None
-                chunk, texts, ends, counts = [], [], [], []
+                texts, ends = [], []
         else:
             return None  # no "]": truncated
         if handle.read().strip(_JSON_SPACE) != b"}":
