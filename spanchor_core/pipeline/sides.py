@@ -32,6 +32,7 @@ from spanchor_core.index_store import pipeline_locator
 from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.parallel import ProcessLocator, default_start_method, resolve_jobs, run_tasks
+from spanchor_core.pipeline.mappings import SharedMappings
 from spanchor_core.runs import Run, RunStream, iter_run, read_run
 
 __all__ = [
@@ -320,7 +321,10 @@ def load_labelled(
     With ``jobs`` > 1 and a plain :class:`Locator` (or none; an engine such as a
     :class:`~spanchor_core.distributed.RayLocator` maps its own way), two or more runs are
     scored concurrently, the workers sharing the driver's corpus, gold set and index; a single
-    run is mapped on ``jobs`` processes (:class:`~spanchor_core.parallel.ProcessLocator`)."""
+    run is mapped on ``jobs`` processes (:class:`~spanchor_core.parallel.ProcessLocator`).
+    Runs scored one after the other map each distinct result once
+    (:class:`~spanchor_core.pipeline.mappings.SharedMappings`): what a later side returned
+    before is not searched for again."""
     count = resolve_jobs(jobs)
     known = [_as_known(source) for _, source in sides]
     reference = next((side for side in known if isinstance(side, Evaluation)), None)
@@ -340,6 +344,8 @@ def load_labelled(
     mapper = locator
     if parallel and runs and corpus is not None and gold is not None:
         mapper = ProcessLocator(corpus, jobs=count, base=locator)
+    if runs >= 2 and mapper is not None:
+        mapper = SharedMappings(mapper)
     try:
         return [
             source
@@ -358,8 +364,9 @@ def load_labelled(
             for (label, _), source in zip(sides, known, strict=True)
         ]
     finally:
-        if isinstance(mapper, ProcessLocator):
-            mapper.close()
+        pool = mapper.base if isinstance(mapper, SharedMappings) else mapper
+        if isinstance(pool, ProcessLocator):
+            pool.close()
 
 
 @dataclass(frozen=True, slots=True)

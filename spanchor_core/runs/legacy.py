@@ -7,6 +7,11 @@ result dicts. Result dicts may use 0.x's field aliases (see
 ``NaN``/``Infinity`` scores (and numbers beyond a float) become ``None``; duplicate keys are
 refused as in every spanchor file. The header is synthesised from the file's modification time,
 so two reads of one file are identical.
+
+A ``{query_id: [results]}`` file is parsed member by member (:func:`_members`), never whole:
+:func:`read_0x_document` builds the run from the members, and :func:`iter_0x_object` hands
+them to a :class:`~spanchor_core.runs.RunStream` one record at a time, so that scoring a large
+0.x file holds neither its text, nor its parsed document, nor its run.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import json.decoder
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from spanchor_core._io import (
     BOM,
@@ -35,6 +40,7 @@ from spanchor_core.runs.lines import OTHER_KINDS
 from spanchor_core.runs.model import (
     FORMAT_0X_JSON,
     FORMAT_0X_LIST,
+    RecordFields,
     RetrievalRecord,
     RetrievedResult,
     Run,
@@ -47,9 +53,18 @@ from spanchor_core.runs.results import (
     sorted_by_rank,
 )
 
-__all__ = ["header_0x", "looks_like_0x_record", "read_0x_document", "read_0x_record_line"]
+__all__ = [
+    "header_0x",
+    "iter_0x_fields",
+    "iter_0x_object",
+    "looks_like_0x_record",
+    "read_0x_document",
+    "read_0x_record_line",
+    "streams_as_0x_object",
+]
 
 _INVALID: Final = "invalid JSON"
+_T = TypeVar("_T")
 
 # 0.x record fields: query id, query text, the results list.
 _ID_KEYS = ("query_id", "qid", "id")
@@ -207,6 +222,10 @@ def read_0x_document(path: Path, data: Any = _UNREAD) -> Run:
 _CHUNK: Final = 1 << 20
 """Bytes read at a time by :func:`_stream_0x_object`."""
 _NOT_QUERIES: Final = frozenset({"kind", "anchors", "per_query_metrics"})
+_RECORD_KEYS: Final = frozenset(_ID_KEYS + _QUESTION_KEYS + _RESULTS_KEYS)
+"""Query ids a streamed object leaves to the whole reader: on one line, an object with such
+keys may read as a 0.x JSONL record (:func:`looks_like_0x_record`), and only the whole
+reader tells."""
 _SPACE: Final = " \t\n\r"
 
 
@@ -214,12 +233,15 @@ class _Unusual(Exception):
     """Something :func:`_stream_0x_object` leaves to the whole-document reader to word."""
 
 
-def _members(path: Path) -> Iterator[tuple[str, Any]]:
+def _members(
+    path: Path, refused: frozenset[str] = _NOT_QUERIES, read: list[int] | None = None
+) -> Iterator[tuple[str, Any]]:
     """The members of a JSON object file, ``(key, parsed value)`` one at a time, the file read
     a megabyte at a time. Parsed as :func:`loads_strict` parses 0.x files (``allow_nan``,
     duplicate keys refused, nested ones included); raises :class:`_Unusual` at anything it
-    would refuse, or that is not an object, so that the caller reads the file whole instead
-    and the error is worded exactly as before."""
+    would refuse, at a key in ``refused``, or at a file that is not an object, so that the
+    caller reads the file whole instead and the error is worded exactly as before.
+    ``read[0]``, when given, follows the bytes read from the file so far."""
     decode = codecs.getincrementaldecoder("utf-8")().decode
     # the decoder's own scanner and string reader (set by json, not in its type stubs)
     scan: Callable[[str, int], tuple[Any, int]] = getattr(LENIENT_DECODER, "scan_once")  # noqa: B009
@@ -228,6 +250,8 @@ def _members(path: Path) -> Iterator[tuple[str, Any]]:
         raw = handle.read(_CHUNK)
         buffer = decode(raw[3:] if raw.startswith(BOM) else raw)
         done = not raw
+        if read is not None:
+            read[0] = len(raw)
         at = len(buffer) - len(buffer.lstrip(_SPACE))
         if buffer[at : at + 1] != "{":
             raise _Unusual
@@ -241,6 +265,8 @@ def _members(path: Path) -> Iterator[tuple[str, Any]]:
                 done = not raw
                 buffer = buffer[at:] + decode(raw, final=done)
                 at = 0
+                if read is not None:
+                    read[0] += len(raw)
             while at < len(buffer) and buffer[at] in _SPACE:
                 at += 1
             if buffer.startswith("}", at):
@@ -267,7 +293,7 @@ def _members(path: Path) -> Iterator[tuple[str, Any]]:
                 value, at = scan(buffer, at)
             except (ValueError, StopIteration, RecursionError, JsonRejected) as err:
                 raise _Unusual from err  # includes a member longer than the buffer
-            if key in seen or key in _NOT_QUERIES:
+            if key in seen or key in refused:
                 raise _Unusual
             seen.add(key)
             first = False
@@ -289,3 +315,121 @@ def _stream_0x_object(path: Path) -> Run | None:
     except RunError:
         return None  # a bad result: worded by the whole-document reader, as before
     return Run(header_0x(path, "JSON object"), records, path, [], FORMAT_0X_JSON)
+
+
+_STREAMED: Final = _NOT_QUERIES | _RECORD_KEYS
+
+
+def streams_as_0x_object(path: Path) -> bool:
+    """Whether ``path`` starts as a 0.x ``{query_id: [results]}`` object: its first member
+    (read from the file's first megabyte) is a query id that is no record field, with a
+    results list that reads. Such a file can be read by :func:`iter_0x_object`; an empty
+    object, or anything else, is for the whole-document reader to read or to word."""
+    try:
+        for query_id, items in _members(path, _STREAMED):
+            _results_0x(items, f"query {query_id!r}", path, None)
+            return True
+    except (_Unusual, UnicodeDecodeError, RunError):
+        return False
+    return False
+
+
+def iter_0x_object(
+    path: Path, whole: Callable[[], Run], read: list[int] | None = None
+) -> Iterator[RetrievalRecord]:
+    """The records of a 0.x ``{query_id: [results]}`` file, one member parsed at a time:
+    those of ``read_0x_document(path)``, in order, holding one query's results at a time.
+
+    At anything the member reader leaves to the whole-document reader (a bad result, a
+    repeated key, trailing text, a query id that is a record field), ``whole()`` reads the file
+    as it always was, raising its error as worded there, or giving a run whose records not
+    yet yielded follow. ``read[0]`` follows the bytes read, for a progress bar.
+    """
+    return _iter_object(path, whole, read, _record_of, _same)
+
+
+def iter_0x_fields(
+    path: Path, whole: Callable[[], Run], read: list[int] | None = None
+) -> Iterator[RecordFields]:
+    """:func:`iter_0x_object` as scoring reads it: each record as
+    :meth:`RecordFields.of <spanchor_core.runs.model.RecordFields.of>` gives it, without a
+    :class:`RetrievedResult` per result where the results hold only plain fields."""
+    return _iter_object(path, whole, read, _fields_of, RecordFields.of)
+
+
+def _iter_object(
+    path: Path,
+    whole: Callable[[], Run],
+    read: list[int] | None,
+    build: Callable[[str, Any, Path], _T],
+    convert: Callable[[RetrievalRecord], _T],
+) -> Iterator[_T]:
+    count = 0
+    try:
+        for query_id, items in _members(path, _STREAMED, read):
+            built = build(query_id, items, path)
+            del items
+            count += 1
+            yield built
+        return
+    except (_Unusual, UnicodeDecodeError, RunError):
+        pass  # read whole below: its error, worded as before, or its records
+    run = whole()
+    if run.source_format != FORMAT_0X_JSON and count:
+        # on one line, an object whose query ids include record fields is a 0.x JSONL record
+        raise RunError(
+            "this file starts as spanchor 0.x results {query_id: [results]}, but its first "
+            "line also reads as one 0.x results record (record fields among its keys)",
+            path=path,
+            line=1,
+            hint="write one record per line, or the JSON object with an indent",
+        )
+    if read is not None:
+        read[0] = path.stat().st_size
+    for record in run.records[count:]:
+        yield convert(record)
+
+
+def _same(record: RetrievalRecord) -> RetrievalRecord:
+    return record
+
+
+def _record_of(query_id: str, items: Any, path: Path) -> RetrievalRecord:
+    return RetrievalRecord(query_id, "", _results_0x(items, f"query {query_id!r}", path, None))
+
+
+# The plain result fields of 0.x files: with only these, of these types, a result's fields are
+# what result_from_mapping would make of them (rank: its position, so the list is in order).
+_PLAIN: Final = frozenset({"text", "score", "doc_id", "document_id", "start", "end"})
+
+
+def _fields_of(query_id: str, items: Any, path: Path) -> RecordFields:
+    """``RecordFields.of(_record_of(query_id, items, path))``, built directly when every
+    result is plain (:data:`_PLAIN` keys; text and document id strings, offsets integers, a
+    numeric score; not both document keys); else through the record, checks and all."""
+    if type(items) is list:
+        results = []
+        for item in items:
+            if type(item) is not dict or not _PLAIN.issuperset(item):
+                break
+            text = item.get("text")
+            score = item.get("score")
+            start = item.get("start")
+            end = item.get("end")
+            document_id = item.get("document_id")
+            if document_id is None:
+                document_id = item.get("doc_id")
+            elif "doc_id" in item:
+                break
+            if (
+                (text is not None and type(text) is not str)
+                or (score is not None and type(score) is not float and type(score) is not int)
+                or (document_id is not None and type(document_id) is not str)
+                or (start is not None and type(start) is not int)
+                or (end is not None and type(end) is not int)
+            ):
+                break
+            results.append((text, document_id, start, end))
+        else:
+            return RecordFields(query_id, "", None, None, None, None, None, None, results)
+    return RecordFields.of(_record_of(query_id, items, path))

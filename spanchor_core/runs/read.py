@@ -3,7 +3,10 @@
 Both decide how to read a file in one place, :func:`_layout`, from its first non-blank line and
 never from its name: a line with ``kind`` is our format (the header, then one record a line); a
 ``{query_id, question, retrieved}`` record is spanchor 0.x JSONL; anything else is one JSON
-document (0.x ``{query_id: [results]}`` or a list), read whole. Lines come from the strict
+document (0.x ``{query_id: [results]}`` or a list), read whole — except that a
+:class:`RunStream` reads a 0.x ``{query_id: [results]}`` object one member at a time
+(:func:`~spanchor_core.runs.legacy.iter_0x_object`), so its first line, however long, is
+never read whole either. Lines come from the strict
 reading layer (:mod:`spanchor_core._io`): split on ``\\n`` only, blank ones skipped, a leading
 byte-order mark dropped, ``\\r`` before ``\\n`` tolerated, at most
 :data:`~spanchor_core._io.MAX_LINE_BYTES` each. A torn last line (the writer died mid-line, even
@@ -14,12 +17,13 @@ inside a multi-byte character) is skipped with one ``path:line`` warning in
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, TypeVar
 
 import orjson
 
@@ -35,12 +39,16 @@ from spanchor_core.errors import RunError
 from spanchor_core.runs.file_models import RunHeader
 from spanchor_core.runs.legacy import (
     header_0x,
+    iter_0x_fields,
+    iter_0x_object,
     looks_like_0x_record,
     read_0x_document,
     read_0x_record_line,
+    streams_as_0x_object,
 )
 from spanchor_core.runs.lines import _record_fast, fields_fast, read_header_line, read_record_line
 from spanchor_core.runs.model import (
+    FORMAT_0X_JSON,
     FORMAT_0X_JSONL,
     FORMAT_OURS,
     RecordFields,
@@ -50,6 +58,7 @@ from spanchor_core.runs.model import (
 
 __all__ = ["RunStream", "iter_run", "read_run"]
 
+_Read = TypeVar("_Read", RetrievalRecord, RecordFields)
 _LineReader = Callable[[JsonlLine, Path, list[str]], RetrievalRecord | None]
 _HINT: Final = "run files are UTF-8 JSONL"
 
@@ -59,7 +68,8 @@ class _Layout:
     """How a run file is read, as decided from its first non-blank line.
 
     ``read_line`` reads each record line from byte ``offset`` (line ``number``) on; a file that
-    is a single JSON document has been read whole into ``run`` instead.
+    is a single JSON document has been read whole into ``run`` instead, or is a 0.x object
+    to be read member by member (``members``, for a :class:`RunStream`).
     """
 
     header: RunHeader
@@ -68,6 +78,7 @@ class _Layout:
     offset: int = 0
     number: int = 1
     run: Run | None = None
+    members: bool = False
 
 
 def _lines(handle: BinaryIO, path: Path, offset: int = 0, number: int = 1) -> Iterator[JsonlLine]:
@@ -80,19 +91,33 @@ def _open(path: Path) -> BinaryIO:
     return open_for_reading(path, error=RunError, what="run file")
 
 
-def _whole(path: Path, data: Any = None) -> _Layout:
+_STREAM_FROM: Final = 1 << 20
+"""A first line at least this long (no ``\n`` in the file's first bytes) is a document on one
+line: a :class:`RunStream` then asks whether it is a 0.x object before reading the line."""
+
+
+def _whole(path: Path, data: Any = None, stream: bool = False) -> _Layout:
+    if data is None and stream and streams_as_0x_object(path):
+        return _Layout(header_0x(path, "JSON object"), FORMAT_0X_JSON, members=True)
     run = read_0x_document(path) if data is None else read_0x_document(path, data)
     return _Layout(run.header, run.source_format, run=run)
 
 
-def _layout(handle: BinaryIO, path: Path) -> _Layout:
-    """The one format dispatch of run files, shared by :func:`read_run` and :class:`RunStream`."""
+def _layout(handle: BinaryIO, path: Path, stream: bool = False) -> _Layout:
+    """The one format dispatch of run files, shared by :func:`read_run` and :class:`RunStream`
+    (``stream``: a 0.x object is left to be read member by member)."""
+    if stream:
+        head = handle.read(_STREAM_FROM)
+        handle.seek(0)
+        if len(head) == _STREAM_FROM and b"\n" not in head and streams_as_0x_object(path):
+            return _Layout(header_0x(path, "JSON object"), FORMAT_0X_JSON, members=True)
+        del head
     lines = _lines(handle, path)
     try:
         first = next(lines, None)
     except RunError:
         if handle.tell() > MAX_LINE_BYTES:  # no JSONL: a 0.x document written on one line
-            return _whole(path)
+            return _whole(path, stream=stream)
         raise
     if first is None:
         raise RunError(
@@ -110,7 +135,7 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
                 path=path,
                 line=first.number,
             )
-        return _whole(path)
+        return _whole(path, stream=stream)
     if isinstance(obj, dict) and "kind" in obj:
         header = read_header_line(first.text, path, first.number)
         return _Layout(header, FORMAT_OURS, _read_record_line_fast, first.end, first.number + 1)
@@ -130,7 +155,7 @@ def _layout(handle: BinaryIO, path: Path) -> _Layout:
     if alone and isinstance(obj, dict | list):
         del first, lines  # the document on one line, parsed already: not parsed again
         return _whole(path, obj)
-    return _whole(path)
+    return _whole(path, stream=stream)
 
 
 # Where orjson and the strict reader could disagree, the fast path below steps aside: a key
@@ -260,9 +285,10 @@ class RunStream:
     lines are raised when iteration reaches them, the first in file order. :meth:`fields`
     reads the same lines as scoring needs them (:class:`~spanchor_core.runs.model.RecordFields`).
 
-    Our format and spanchor 0.x JSONL are streamed. spanchor 0.x single-document files (a
-    JSON object or list) cannot be read in pieces: they are read whole when the stream is
-    opened.
+    Our format, spanchor 0.x JSONL and 0.x ``{query_id: [results]}`` objects are streamed
+    (an object one member at a time: the records, values and errors of :func:`read_run`,
+    errors raised when reading reaches them). Other 0.x single-document files (a JSON list)
+    are read whole when the stream is opened.
 
     :attr:`warnings` (torn last line) and :attr:`records_read` are complete once the records
     have been iterated. Iterating again reads the file again and starts both afresh.
@@ -287,7 +313,7 @@ class RunStream:
         self.warnings: list[str] = []
         self.records_read = 0
         with _open(self.path) as handle:
-            self._layout = _layout(handle, self.path)
+            self._layout = _layout(handle, self.path, stream=True)
             self.bytes_total = os.fstat(handle.fileno()).st_size
         self.bytes_read = self._start()
         self.header = self._layout.header
@@ -304,6 +330,9 @@ class RunStream:
         self.records_read = 0
         self.warnings = []
         self.bytes_read = self._start()
+        if self._layout.members:
+            yield from self._members(iter_0x_object)
+            return
         whole = self._layout.run
         if whole is not None:
             self.warnings = list(whole.warnings)
@@ -322,10 +351,26 @@ class RunStream:
                     self.records_read += 1
                     yield found
 
+    def _members(
+        self, reader: Callable[[Path, Callable[[], Run], list[int]], Iterator[_Read]]
+    ) -> Iterator[_Read]:
+        """A 0.x object's records (or fields), one member at a time (see ``legacy``)."""
+        self.records_read = 0
+        self.warnings = []
+        read = [0]
+        for found in reader(self.path, functools.partial(read_run, self.path), read):
+            self.bytes_read = read[0]
+            self.records_read += 1
+            yield found
+        self.bytes_read = read[0]
+
     def fields(self) -> Iterator[RecordFields]:
         """The records as scoring reads them, in file order: what iterating gives, each as
         :meth:`RecordFields.of <spanchor_core.runs.model.RecordFields.of>` of the record (the
         same lines, values and errors), without building an object per result."""
+        if self._layout.members:
+            yield from self._members(iter_0x_fields)
+            return
         if self._layout.read_line is not _read_record_line_fast:
             for record in self._records():
                 yield RecordFields.of(record)
