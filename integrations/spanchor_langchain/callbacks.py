@@ -285,25 +285,7 @@ class SpanchorCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        # _end_retrieval(documents, None, run_id, parent_run_id), inline: this runs on every
-        # retrieval.
-        try:
-            ended = perf_counter()
-            lock = self._lock
-            lock.acquire()
-            try:
-                retrieval = self._state.finish_retrieval(run_id, documents)
-            finally:
-                lock.release()
-            if retrieval is not None:
-                self._recording.record(
-                    *retrieval_line(retrieval, documents, None, ended, self._gold)
-                )
-                self._written += 1
-            if parent_run_id is None and self._state.retrievals:
-                self._end_root(run_id, None)
-        except Exception as exc:
-            self._failed(exc)
+        self._end_retrieval(documents, None, run_id, parent_run_id)
 
     def on_retriever_error(
         self,
