@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import datetime as dt
 import enum
+import itertools
 import json
 import math
 import uuid
@@ -20,7 +21,13 @@ from hypothesis import strategies as st
 
 from spanchor_core.runs import encoding
 from spanchor_core.runs.encoding import encode_line
-from spanchor_core.runs.write import record_line
+from spanchor_core.runs.write import (
+    ResultEntries,
+    provenance_payload,
+    record_line,
+    record_payload,
+    result_entry,
+)
 
 pytestmark = pytest.mark.skipif(encoding._orjson is None, reason="orjson is not installed")
 
@@ -164,3 +171,35 @@ def test_run_ids_of_other_types_are_refused() -> None:
         record_line("q1", "q", [], None, None, run_id=7)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="trace_id must be a string"):
         record_line("q1", "q", [], None, None, trace_id=b"x")  # type: ignore[arg-type]
+
+
+def test_the_dict_literal_shapes_of_record_line_write_what_the_general_path_writes() -> None:
+    # record_line builds its usual shapes (the handler's, the wrappers' source-and-stage) as
+    # one dict literal; every combination of present and absent provenance must give the
+    # bytes of the general path: the base object, then provenance_payload's keys in order.
+    entries = ResultEntries([result_entry(1, 'text "quoted"\n', 0.5, None, 3, 17, {"k": 1})])
+    entries.characters = 16
+    run_id = uuid.UUID(int=7)
+    options: dict[str, list[Any]] = {
+        "source": [None, "Retriever"],
+        "stage": [None, "retrieval", "context"],
+        "trace_id": [None, run_id, "t"],
+        "run_id": [None, run_id],
+        "parent_run_id": [None, run_id, "p"],
+        "sequence": [None, 0, 4],
+        "metadata": [None, {}, {"tags": ["a"]}],
+    }
+    names = list(options)
+    checked = 0
+    for values in itertools.product(*options.values()):
+        provenance = dict(zip(names, values, strict=True))
+        for results in (entries, ResultEntries(entries)):  # counted and uncounted characters
+            line = record_line(None, "q", results, 1.25, None, **provenance)
+            expected = encode_line(
+                record_payload(
+                    None, "q", list(entries), 1.25, None, provenance_payload(**provenance)
+                )
+            )
+            assert line == expected, provenance
+            checked += 1
+    assert checked == 2 * 2 * 3 * 3 * 2 * 3 * 3 * 3

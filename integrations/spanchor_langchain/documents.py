@@ -238,9 +238,15 @@ def documents_to_entries(
     first_key = score_keys[0] if score_keys else _NO_KEY
     characters = 0  # of the texts, for the size check before encoding
     items = documents if max_results is None else itertools.islice(documents, max_results)
-    for rank, item in enumerate(items, 1):
-        if type(item) is Document:  # the usual case: a plain Document, read once
-            document = item
+    rank = 0
+    for item in items:
+        rank += 1
+        if type(item) is Document:  # the usual case: a plain Document
+            # Its fields from its __dict__ (one attribute lookup; a pydantic model's attribute
+            # lookups go through its __getattr__ hook, which CPython does not specialise).
+            fields = item.__dict__
+            text = fields["page_content"]
+            metadata = fields["metadata"]
             pair_score: float | None = None
         elif (
             type(item) is tuple
@@ -248,13 +254,15 @@ def documents_to_entries(
             and type(item[0]) is Document
             and _is_score(item[1])
         ):
-            document, pair_score = item[0], float(item[1])
+            fields = item[0].__dict__
+            text = fields["page_content"]
+            metadata = fields["metadata"]
+            pair_score = float(item[1])
         else:  # dicts, strings, Document subclasses and look-alikes: the general conversion
             entry = _general_entry(item, rank, rule, score_keys)
             characters += len(entry["text"] or "")
             append(entry)
             continue
-        text = document.page_content
         if type(text) is not str:
             entry = _general_entry(item, rank, rule, score_keys)
             characters += len(entry["text"] or "")
@@ -262,7 +270,6 @@ def documents_to_entries(
             continue
         size = len(text)
         characters += size
-        metadata = document.metadata
         if type(metadata) is not dict:
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
         start = metadata.get("start_index")
@@ -272,7 +279,7 @@ def documents_to_entries(
             start = end = None
         doc_id = None
         if rule is not None:
-            doc_id = rule(document)
+            doc_id = rule(item if pair_score is None else item[0])
             if doc_id is not None and type(doc_id) is not str:
                 raise TypeError(f"document_id must be a string, got {type(doc_id).__name__}")
         if pair_score is None:

@@ -296,8 +296,9 @@ def record_line(
     Called once per recorded retrieval, so the usual values (a string query, results in line
     form, a finite float latency, no error) pass with one ``type`` test each, and when every
     provenance key is given with its usual type too (string or UUID ids, a non-negative int
-    sequence, a non-empty metadata dict: what the callback handler writes) the line is one
-    dict literal. Anything else takes :func:`_base_object` and :func:`add_provenance`, which
+    sequence, a non-empty metadata dict: what the callback handler writes), or only a source
+    and a stage (what the recording wrappers write), the line is one dict literal. Anything
+    else takes :func:`_base_object` and :func:`add_provenance`, which
     build the same object.
     """
     if not (
@@ -327,8 +328,10 @@ def record_line(
         and type(metadata) is dict
         and metadata
     ):
+        # The two usual shapes are encoded here rather than through _encoded: one Python call
+        # less on every recorded retrieval.
         if parent_run_id is None:
-            return _encoded(
+            line = encode_line(
                 {
                     "query_id": query_id,
                     "query": query,
@@ -343,8 +346,11 @@ def record_line(
                     "metadata": metadata,  # encoded before the caller returns: no copy
                 }
             )
+            if len(line) > _io.MAX_LINE_BYTES + 1:  # the newline is not counted
+                _too_large(len(line), "bytes encoded")
+            return line
         if type(parent_run_id) in _ID_TYPES:
-            return _encoded(
+            line = encode_line(
                 {
                     "query_id": query_id,
                     "query": query,
@@ -360,6 +366,32 @@ def record_line(
                     "metadata": metadata,
                 }
             )
+            if len(line) > _io.MAX_LINE_BYTES + 1:
+                _too_large(len(line), "bytes encoded")
+            return line
+    elif (
+        type(source) is str
+        and stage in STAGES
+        and trace_id is None
+        and run_id is None
+        and parent_run_id is None
+        and sequence is None
+        and not metadata
+    ):  # a source and a stage only: what the recording wrappers write
+        line = encode_line(
+            {
+                "query_id": query_id,
+                "query": query,
+                "results": results,
+                "latency_ms": latency_ms,
+                "error": None,
+                "source": source,
+                "stage": stage,
+            }
+        )
+        if len(line) > _io.MAX_LINE_BYTES + 1:
+            _too_large(len(line), "bytes encoded")
+        return line
     payload = {
         "query_id": query_id,
         "query": query,
