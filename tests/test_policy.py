@@ -493,3 +493,15 @@ def test_a_lone_surrogate_metric_name_is_an_evaluation_file_error(tmp_path: Path
     with pytest.raises(EvaluationFileError, match="lone surrogate U\\+D800") as caught:
         load_policy(path)
     assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["\r", "recall@5\n", "a\u2028b", "\x1b[31mrecall@5"])
+def test_a_key_with_control_characters_is_named_on_one_line(name: str, tmp_path: Path) -> None:
+    # found by the reader fuzz suite: the key was shown raw before the unknown-metric message
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({name: 0.1}), encoding="utf-8")
+    with pytest.raises(EvaluationFileError) as caught:
+        load_policy(path)
+    message = str(caught.value)
+    assert not any(c in message for c in "\n\r\u2028\u2029\x1b"), message
+    assert repr(name) in message

@@ -194,8 +194,10 @@ def _policy_from_mapping(data: Mapping[str, Any], where: Path | None, text: str 
 
 
 def _key(key: str) -> str:
-    """A key as an error message shows it: itself, or cut short when it is absurdly long."""
-    return key if len(key) <= 80 else shown(key)
+    """A key as an error message shows it: itself, or quoted with its control characters
+    escaped and cut short when it is absurdly long (a key holding a line break must not break
+    the one-line message)."""
+    return key if len(key) <= 80 and key.isprintable() else shown(key)
 
 
 def _refuse_misspelt_rich_key(
