@@ -40,6 +40,7 @@ from spanchor_core.evaluate.model import (
     Evaluation,
     MappingStats,
     MetricSummary,
+    QueryTable,
     TraceSummary,
 )
 
@@ -102,7 +103,12 @@ def _summaries(evaluation: Evaluation) -> dict[str, MetricSummary]:
     rather than a dictionary look-up per query and metric, which costs 0.25 s at 10,000
     queries); queries whose metrics are not in ``metric_names`` order take ``aggregates()``."""
     names = tuple(evaluation.metric_names)
-    if type(evaluation) is not Evaluation or not names or not evaluation.queries:
+    if (
+        type(evaluation) is not Evaluation
+        or not names
+        or not evaluation.queries
+        or isinstance(evaluation.queries, QueryTable)  # its columns, without building queries
+    ):
         return evaluation.aggregates()
     rows = []
     for query in evaluation.queries.values():
@@ -176,10 +182,11 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     if not evaluation.queries:
         yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
         return
-    queries = list(evaluation.queries.values())
-    yield head_text[: -len("\n}")] + ',\n  "queries": [\n    ' + queries_text(queries[:1], "")
-    for start in range(1, len(queries), BATCH):
-        yield queries_text(queries[start : start + BATCH], ",\n    ")
+    # a batch of queries at a time: an evaluation held by column builds each query when asked
+    queries = iter(evaluation.queries.values())
+    yield head_text[: -len("\n}")] + ',\n  "queries": [\n    ' + queries_text([next(queries)], "")
+    while batch := list(itertools.islice(queries, BATCH)):
+        yield queries_text(batch, ",\n    ")
     yield "\n  ]\n}\n"
 
 
