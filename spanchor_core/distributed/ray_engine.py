@@ -189,7 +189,7 @@ class RayLocator(Locator):
             raise InputError(f"workers must be 1 or more, got {workers}")
         ray = import_ray()
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            _connect(ray, address)
         self._ray = ray
         self.workers = workers
         self.partitions = partitions if partitions is not None else 2 * workers
@@ -229,7 +229,11 @@ class RayLocator(Locator):
 
     def _start_mapping_actors(self) -> None:
         if not self._actors:
-            actor = self._ray.remote(num_cpus=1)(_MappingWorker)
+            # one CPU each, or a share of the cluster's when it has fewer CPUs than workers:
+            # an actor asking for a CPU the cluster does not have would wait for ever
+            cpus = float(self._ray.cluster_resources().get("CPU", 0.0))
+            share = 1.0 if cpus >= self.workers else cpus / self.workers
+            actor = self._ray.remote(num_cpus=share)(_MappingWorker)
             fingerprint = self.corpus.fingerprint
             self._actors = [
                 actor.remote(self._shipped, self._root, self._settings, fingerprint)
@@ -309,6 +313,20 @@ class RayLocator(Locator):
             self._ray.kill(actor)
         self._actors = []
         self._shard_actors = []
+
+
+def _connect(ray: Any, address: str | None) -> None:
+    """``ray.init``: a new local cluster (``address`` None) or the one at ``address``; a
+    cluster that cannot be reached is bad input, worded (not Ray's traceback)."""
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    except ConnectionError as err:
+        raise InputError(
+            f"cannot connect to the Ray cluster at {address}: {err}"[:300],
+            hint="check the address (ray status on the head node); a cluster started with "
+            "token authentication needs RAY_AUTH_MODE=token and its token here (Ray's "
+            "token-auth guide)",
+        ) from None
 
 
 def ray_engine(

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate.model import LocatedResult, ProgressCallback
+from spanchor_core.evaluate.scored_columns import ResultColumns
 from spanchor_core.gold import GoldSet
 from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.runs.model import RecordFields
@@ -92,21 +93,26 @@ class _Stub(NamedTuple):
 
 
 class _Kept(NamedTuple):
-    """One mapped record of a gold query: provenance, results (rank slots 1..n), where its
-    spans start in the collector's columns (:class:`SpanColumns`) and the merge keys of the results
-    without a span (by slot index); a mapped result's key is its span as a plain tuple, built
-    only when records are merged."""
+    """One mapped record of a gold query: provenance, where its results (rank slots 1..n) start
+    in the collector's :class:`~spanchor_core.evaluate.scored_columns.ResultColumns` and how
+    many there are, where its spans start in its :class:`SpanColumns`, and the merge keys of
+    the results without a span (by slot index); a mapped result's key is its span as a plain
+    tuple, built only when records are merged."""
 
     stub: _Stub
-    located: tuple[LocatedResult, ...]
+    at: int
+    size: int
     first: int
     unmapped_keys: dict[int, Hashable]
 
-    def keys(self) -> tuple[Hashable, ...]:
+    def located(self, results: ResultColumns) -> tuple[LocatedResult, ...]:
+        """The record's results, as objects."""
+        return results.results(self.at, self.size)
+
+    def keys(self, located: Sequence[LocatedResult]) -> tuple[Hashable, ...]:
         unmapped = self.unmapped_keys
         return tuple(
-            unmapped.get(index, (r.document_id, r.start, r.end))
-            for index, r in enumerate(self.located)
+            unmapped.get(index, (r.document_id, r.start, r.end)) for index, r in enumerate(located)
         )
 
 
@@ -166,6 +172,7 @@ class Collector:
         self.records = 0
         self.kept: dict[str, list[_Kept]] = {}
         self.spans = SpanColumns()
+        self.results = ResultColumns()
         self.mapped = 0
         self._pending: list[tuple[str, _Stub, int]] = []
         self._requests: list[LocateRequest] = []
@@ -225,33 +232,16 @@ class Collector:
         status_value = _STATUS_VALUE
         no_span = _NO_SPAN
         ranks = [slot for _, _, count in self._pending for slot in range(1, count + 1)]
-        located = [
-            LocatedResult(
-                rank,
-                status_value[location.status],
-                location.document_id,
-                location.start,
-                location.end,
-                location.confidence,
-                location.hint_rejected,
-                location.resolved_by,
-                location.reason,
-            )
-            for rank, location in zip(ranks, locations, strict=True)
-        ]
+        statuses = [status_value[location.status] for location in locations]
+        at = self.results.add_located(ranks, statuses, locations)
         spans = self.spans
         codes, documents, starts, ends = spans.codes, spans.documents, spans.starts, spans.ends
         base = len(documents)
         unmapped: list[int] = []
-        for index, result in enumerate(located):
-            doc, start, end = result.document_id, result.start, result.end
-            # LocatedResult.span, without the property call
-            if (
-                result.status not in no_span
-                and doc is not None
-                and start is not None
-                and end is not None
-            ):
+        for index, (status, location) in enumerate(zip(statuses, locations, strict=True)):
+            doc, start, end = location.document_id, location.start, location.end
+            # LocatedResult.span, without building the result
+            if status not in no_span and doc is not None and start is not None and end is not None:
                 code = codes.get(doc)
                 if code is None:
                     code = codes[doc] = len(codes)
@@ -264,7 +254,7 @@ class Collector:
                 ends.append(0)
                 unmapped.append(index)
         keys: dict[int, Hashable] = {
-            index: _text_key(located[index].status, requests[index].text) for index in unmapped
+            index: _text_key(statuses[index], requests[index].text) for index in unmapped
         }
         first = 0
         kept = self.kept
@@ -277,7 +267,7 @@ class Collector:
                 unmapped_keys[index - first] = keys[index]
                 pointer += 1
             found = kept.get(qid)
-            item = _Kept(stub, tuple(located[first:end_at]), base + first, unmapped_keys)
+            item = _Kept(stub, at + first, count, base + first, unmapped_keys)
             if found is None:
                 kept[qid] = [item]
             else:

@@ -155,10 +155,11 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     if not evaluation.queries:
         yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
         return
-    queries = list(evaluation.queries.values())
-    yield head_text[: -len("\n}")] + ',\n  "queries": [\n    ' + queries_text(queries[:1], "")
-    for start in range(1, len(queries), BATCH):
-        yield queries_text(queries[start : start + BATCH], ",\n    ")
+    # a batch of queries at a time: an evaluation held by column builds each query when asked
+    queries = iter(evaluation.queries.values())
+    yield head_text[: -len("\n}")] + ',\n  "queries": [\n    ' + queries_text([next(queries)], "")
+    while batch := list(itertools.islice(queries, BATCH)):
+        yield queries_text(batch, ",\n    ")
     yield "\n  ]\n}\n"
 
 

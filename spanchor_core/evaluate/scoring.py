@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
@@ -50,13 +51,13 @@ from spanchor_core.evaluate.collect import Collector, SpanColumns
 from spanchor_core.evaluate.model import (
     Evaluation,
     EvaluationSettings,
-    LocatedResult,
     MappingStats,
     ProgressCallback,
-    QueryEvaluation,
     QueryStatus,
+    QueryTable,
     TraceSummary,
 )
+from spanchor_core.evaluate.scored_columns import ScoredQueries
 from spanchor_core.gold import GoldSet
 from spanchor_core.grouping import GroupRule, Retrieval, group_query, parse_group_rule
 from spanchor_core.locate import Locator
@@ -261,25 +262,6 @@ def _prepare(
     return ks, overlap, scored_ids, skipped
 
 
-def _mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    if len(rows) == 1:
-        return dict(rows[0])
-    return {name: math.fsum(row[name] for row in rows) / len(rows) for name in rows[0]}
-
-
-_Pending = tuple[
-    tuple[DocSpan, ...],
-    list[int],
-    QueryStatus,
-    tuple[LocatedResult, ...],
-    MappingStats | None,
-    str | None,
-    tuple[TraceSummary, ...],
-]
-"""A query between the two passes of :func:`_finish`: anchors, its rows among the lists
-scored, status, results, mapping (``None``: no record), error and traces."""
-
-
 class _Lists:
     """The ranked lists an evaluation scores, gathered so that they are scored together
     (:func:`~spanchor_core.metrics.batch.score_columns`): each list is a run of the
@@ -300,8 +282,8 @@ class _Lists:
         self.counts.append(count)
         return len(self.golds) - 1
 
-    def score(self, plan: MetricPlan, overlap: float) -> list[dict[str, float]]:
-        """Every list's values, in the order added."""
+    def score(self, plan: MetricPlan, overlap: float) -> NDArray[np.float64]:
+        """Every list's values, in the order added (a ``lists x metrics`` float array)."""
         spans = self.spans
         counts = np.array(self.counts, dtype=np.int64)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -315,9 +297,21 @@ class _Lists:
             np.frombuffer(spans.starts, dtype=np.int64)[where],
             np.frombuffer(spans.ends, dtype=np.int64)[where],
         )
-        names = [name for name, _, _ in plan]
-        values = score_columns(self.golds, columns, spans.codes, plan, overlap)
-        return [dict(zip(names, row, strict=True)) for row in values.tolist()]
+        return score_columns(self.golds, columns, spans.codes, plan, overlap)
+
+
+def _query_values(
+    values: NDArray[np.float64], rows: Sequence[Sequence[int]]
+) -> NDArray[np.float64]:
+    """Each query's metric values: its list's row, or the mean of its traces' rows (each
+    metric's ``math.fsum`` of the Python floats over their number, as a query's dict of
+    metrics always held)."""
+    matrix = values[[row[0] for row in rows]] if rows else values[:0]
+    for query, row in enumerate(rows):
+        if len(row) > 1:
+            picked = values[list(row)].tolist()
+            matrix[query] = [math.fsum(column) / len(row) for column in zip(*picked, strict=True)]
+    return matrix
 
 
 def _finish(
@@ -337,19 +331,23 @@ def _finish(
     """Group each gold query's records, score them all at once, and assemble the Evaluation.
 
     Two passes: the first decides what each query is scored on (its record's results, each
-    merged trace, or nothing) and gathers those lists; they are scored together; the second
-    builds each :class:`QueryEvaluation` from its rows.
+    merged trace, or nothing) and gathers those lists; they are scored together; then each
+    query's values are put in one matrix. The queries are held by column
+    (:mod:`~spanchor_core.evaluate.scored_columns`), each built when asked for.
     """
     names = tuple(metric_names(ks))
     plan = metric_plan(ks, DEFAULT_METRICS)
     lists = _Lists(collector.spans)
+    results = collector.results
+    table = ScoredQueries(scored_ids, tuple(name for name, _, _ in plan), results)
+    nothing = results.mapping(0, 0)
     missing: list[str] = []
     errors: list[str] = []
     step = max(1, len(scored_ids) // 100)
     # one record under ``auto``/``first`` is scored exactly as it was returned (what
     # grouping gives for it, without building the retrieval and its ordering digest)
     plain = rule.kind in ("auto", "first")
-    pending: list[_Pending] = []
+    query_rows: list[list[int]] = []
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
@@ -357,41 +355,41 @@ def _finish(
         kept = collector.kept.get(qid)
         if kept is None:
             missing.append(qid)
-            row = lists.add(anchors, 0, 0)
-            pending.append((anchors, [row], QueryStatus.MISSING_IN_RUN, (), None, None, ()))
+            query_rows.append([lists.add(anchors, 0, 0)])
+            table.add(anchors, QueryStatus.MISSING_IN_RUN, 0, 0, nothing, None, ())
             continue
         if plain and len(kept) == 1:
             only = kept[0]
             error = only.stub.error
             if error is None:
-                row = lists.add(anchors, only.first, len(only.located))
+                query_rows.append([lists.add(anchors, only.first, only.size)])
                 status = QueryStatus.SCORED
             else:
                 errors.append(qid)
-                row = lists.add(anchors, 0, 0)
+                query_rows.append([lists.add(anchors, 0, 0)])
                 status = QueryStatus.ERROR
-            pending.append(
-                (anchors, [row], status, only.located, MappingStats.of(only.located), error, ())
-            )
+            mapping = results.mapping(only.at, only.size)
+            table.add(anchors, status, only.at, only.size, mapping, error, ())
             continue
-        retrievals = [
-            Retrieval(item.stub, item.located, item.keys(), ordinal=ordinal)
-            for ordinal, item in enumerate(kept)
-        ]
+        retrievals = []
+        for ordinal, item in enumerate(kept):
+            located = item.located(results)
+            retrievals.append(Retrieval(item.stub, located, item.keys(located), ordinal=ordinal))
         grouped = group_query(retrievals, rule)
         rows: list[int] = []
-        located: tuple[LocatedResult, ...] = ()
+        at, size = 0, 0
         for position, trace in enumerate(grouped.traces):
-            results = tuple(
+            traced = tuple(
                 result if result.rank == slot else replace(result, rank=slot)
                 for slot, result in enumerate(trace.items, start=1)
             )
             if position == 0:
-                located = results
-            first = collector.spans.add([result.span for result in results])
-            rows.append(lists.add(anchors, first, len(results)))
+                at, size = results.add_results(traced), len(traced)
+            first = collector.spans.add([result.span for result in traced])
+            rows.append(lists.add(anchors, first, len(traced)))
         if not rows:  # a grouping rule left nothing: scored as an empty retrieval
             rows.append(lists.add(anchors, 0, 0))
+        query_rows.append(rows)
         first_trace = grouped.traces[0] if grouped.traces else None
         error = None if first_trace is None else first_trace.error
         if error is not None:
@@ -404,33 +402,19 @@ def _finish(
             if grouped.records > 1 or not grouped.traces
             else ()
         )
-        pending.append(
-            (
-                anchors,
-                rows,
-                QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
-                located,
-                MappingStats.of([result for item in kept for result in item.located]),
-                error,
-                traces,
-            )
+        table.add(
+            anchors,
+            QueryStatus.ERROR if error is not None else QueryStatus.SCORED,
+            at,
+            size,
+            MappingStats.of([r for retrieval in retrievals for r in retrieval.items]),
+            error,
+            traces,
         )
 
-    values = lists.score(plan, overlap)
-    queries: dict[str, QueryEvaluation] = {}
-    for qid, (anchors, rows, status, located, mapping, error, traces) in zip(
-        scored_ids, pending, strict=True
-    ):
-        queries[qid] = QueryEvaluation(
-            query_id=qid,
-            metrics=values[rows[0]] if len(rows) == 1 else _mean_metrics([values[r] for r in rows]),
-            status=status,
-            gold=anchors,
-            results=located,
-            mapping=MappingStats.of(()) if mapping is None else mapping,
-            error=error,
-            traces=traces,
-        )
+    table.matrix = _query_values(lists.score(plan, overlap), query_rows)
+    del query_rows, lists
+    queries = QueryTable(table.ids, table.metric_names, table.matrix, table, table.repeated())
 
     if progress is not None:
         progress("score", len(scored_ids), len(scored_ids))
@@ -464,7 +448,7 @@ def _finish(
         duplicates=collector.tally.duplicates(),
         errors=tuple(errors),
         skipped=skipped,
-        mapping=MappingStats.combine([query.mapping for query in queries.values()]),
+        mapping=MappingStats.combine(table.mappings),
         warnings=tuple(warnings),
         records=collector.records,
     )

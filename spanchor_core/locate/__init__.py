@@ -54,8 +54,8 @@ Fuzzy spans cover the whole aligned text: unaligned edges of the text (words dro
 markup stripped near an edge) that match the source next to the span extend it
 (:func:`.align.extend_edges`); a prepended header, which matches nothing there, does not.
 
-Speed. Scanning the corpus once per result costs about 0.3 ms per MB per chunk, so the
-corpus is indexed once, lazily, by *minimizers*: for every window of ``window``
+Speed. Scanning the corpus once per result costs 2–20 ms per MB per chunk (:mod:`.scan`),
+so the corpus is indexed once, lazily, by *minimizers*: for every window of ``window``
 consecutive ``kgram``-character substrings the one with the smallest (mixed polynomial)
 hash is kept, packed with its position into one sorted ``uint64`` array (about
 ``2 / (window + 1)`` of all positions: 8 bytes per ~25 characters with the defaults).
@@ -73,7 +73,7 @@ with rapidfuzz (``Indel``), and lets the scores compete.
 Slow paths, by design: texts shorter than ``kgram + window - 1`` characters, and texts
 whose minimizers all occur more than ``max_occurrences`` times, are found by a scan per
 document (``str.find``; a whitespace-tolerant regular expression for the normalised
-stage) — about 0.3 ms per MB of corpus each. Short texts that need approximate matching
+stage) — about 2 and 17 ms per MB of corpus each. Short texts that need approximate matching
 are aligned with ``rapidfuzz.fuzz.partial_ratio_alignment`` per document (about 10 ms
 per MB), only while the corpus (or the named document) is under ``fuzzy_scan_limit``
 characters; beyond that they are ``UNMAPPED`` with a reason saying so.

@@ -56,6 +56,21 @@ def test_quickstart_evaluation_is_byte_identical(tmp_path: Path) -> None:
     assert _without_timestamp(tmp_path / "single.json") == _without_timestamp(tmp_path / "ray.json")
 
 
+@pytest.mark.usefixtures("cluster")
+def test_more_workers_than_the_cluster_has_cpus_share_them(tmp_path: Path) -> None:
+    # three actors asking for one CPU each on a 2-CPU cluster: the third would wait for ever
+    corpus = load_corpus(QUICKSTART / "docs")
+    gold, run = QUICKSTART / "gold.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
+    single = run_evaluation(corpus, gold, run).evaluation
+    locator = RayLocator(corpus, workers=3, partitions=6, cache=tmp_path / "cache")
+    distributed = run_evaluation(corpus, gold, run, locator=locator).evaluation
+    assert len(set(locator.worker_pids())) == 3
+    locator.shutdown()
+    write_evaluation(single, tmp_path / "single.json")
+    write_evaluation(distributed, tmp_path / "ray.json")
+    assert _without_timestamp(tmp_path / "single.json") == _without_timestamp(tmp_path / "ray.json")
+
+
 def _synthetic(path: Path, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     words = [f"w{rng.randrange(4000)}" for _ in range(60_000)]
