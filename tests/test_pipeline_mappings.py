@@ -146,3 +146,22 @@ def test_two_runs_scored_with_shared_mappings_are_the_runs_scored_alone(
         assert _without_created_at(tmp_path / f"{name}-together.json") == _without_created_at(
             tmp_path / f"{name}-alone.json"
         )
+
+
+def test_an_engines_locator_is_not_wrapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine (a Locator subclass, as the Ray engine's) maps its own way and keeps its memory
+    bounded: its sides are mapped in full, nothing remembered across them."""
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    made: list[SharedMappings] = []
+
+    class Recorded(SharedMappings):
+        def __init__(self, base: Locator) -> None:
+            super().__init__(base)
+            made.append(self)
+
+    monkeypatch.setattr(sides_module, "SharedMappings", Recorded)
+    reranked = _reranked(BASE, tmp_path / "reranked.jsonl")
+    counting = _Counting(corpus)
+    load_pair(BASE, reranked, corpus=corpus, gold=gold, locator=counting)
+    assert made == []
+    assert counting.mapped == 2 * sum(len(r.results) for r in read_run(BASE).records)

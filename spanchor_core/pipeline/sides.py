@@ -322,7 +322,7 @@ def load_labelled(
     :class:`~spanchor_core.distributed.RayLocator` maps its own way), two or more runs are
     scored concurrently, the workers sharing the driver's corpus, gold set and index; a single
     run is mapped on ``jobs`` processes (:class:`~spanchor_core.parallel.ProcessLocator`).
-    Runs scored one after the other map each distinct result once
+    Runs scored one after the other on a local locator map each distinct result once
     (:class:`~spanchor_core.pipeline.mappings.SharedMappings`): what a later side returned
     before is not searched for again."""
     count = resolve_jobs(jobs)
@@ -344,7 +344,9 @@ def load_labelled(
     mapper = locator
     if parallel and runs and corpus is not None and gold is not None:
         mapper = ProcessLocator(corpus, jobs=count, base=locator)
-    if runs >= 2 and mapper is not None:
+    if runs >= 2 and (type(mapper) is Locator or isinstance(mapper, ProcessLocator)):
+        # not for an engine's locator (Ray): the memory kept grows with the run (a few hundred
+        # bytes per distinct result), and a sharded driver is held under the corpus size
         mapper = SharedMappings(mapper)
     try:
         return [
