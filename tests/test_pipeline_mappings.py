@@ -122,10 +122,8 @@ def _without_created_at(path: Path) -> bytes:
     return b"\n".join(line for line in lines if b'"created_at"' not in line)
 
 
-def test_two_runs_scored_with_shared_mappings_are_the_runs_scored_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+def _record_wrappers(monkeypatch: pytest.MonkeyPatch) -> list[SharedMappings]:
+    """The SharedMappings that ``load_labelled`` makes from now on, in the order made."""
     made: list[SharedMappings] = []
 
     class Recorded(SharedMappings):
@@ -134,6 +132,14 @@ def test_two_runs_scored_with_shared_mappings_are_the_runs_scored_alone(
             made.append(self)
 
     monkeypatch.setattr(sides_module, "SharedMappings", Recorded)
+    return made
+
+
+def test_two_runs_scored_with_shared_mappings_are_the_runs_scored_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    made = _record_wrappers(monkeypatch)
     reranked = _reranked(BASE, tmp_path / "reranked.jsonl")
     together = load_pair(BASE, reranked, corpus=corpus, gold=gold)
     (shared,) = made
@@ -152,14 +158,7 @@ def test_an_engines_locator_is_not_wrapped(tmp_path: Path, monkeypatch: pytest.M
     """An engine (a Locator subclass, as the Ray engine's) maps its own way and keeps its memory
     bounded: its sides are mapped in full, nothing remembered across them."""
     corpus, gold = load_corpus(DOCS), read_gold(GOLD)
-    made: list[SharedMappings] = []
-
-    class Recorded(SharedMappings):
-        def __init__(self, base: Locator) -> None:
-            super().__init__(base)
-            made.append(self)
-
-    monkeypatch.setattr(sides_module, "SharedMappings", Recorded)
+    made = _record_wrappers(monkeypatch)
     reranked = _reranked(BASE, tmp_path / "reranked.jsonl")
     counting = _Counting(corpus)
     load_pair(BASE, reranked, corpus=corpus, gold=gold, locator=counting)
