@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.text import normalise_with_positions
 
-__all__ = ["Aligned", "align_span", "aligned_bounds", "extend_edges"]
+__all__ = ["Aligned", "align_span", "align_window", "aligned_bounds", "extend_edges"]
 
 _ALIGN_CELLS: Final = 16_000_000  # largest chunk x window alignment done in one piece
 _ALIGN_EDGE: Final = 2_000  # characters aligned at each end of longer texts
@@ -35,16 +37,27 @@ def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) ->
     The score is the rapidfuzz ratio between ``norm`` and the normalised span; ``None`` when
     nothing aligns.
     """
-    norm_window, kept = normalise_with_positions(ctx.documents.texts[doc][c_lo:c_hi])
-    chunk = norm
-    if len(chunk) * len(norm_window) <= _ALIGN_CELLS:
-        found = aligned_bounds(chunk, norm_window)
+    window, kept = normalise_with_positions(ctx.documents.texts[doc][c_lo:c_hi])
+    return align_window(norm, window, kept, c_lo, ctx.settings.fuzzy_threshold)
+
+
+def align_window(
+    chunk: str,
+    window: str,
+    kept: npt.NDArray[np.intp],
+    origin: int,
+    threshold: float,
+) -> Aligned | None:
+    """:func:`align_span` once the window is normalised: ``window`` is the normalised source
+    window, whose ``n``-th character lies at canonical offset ``origin + kept[n]``."""
+    if len(chunk) * len(window) <= _ALIGN_CELLS:
+        found = aligned_bounds(chunk, window)
     else:
         # Long texts: the full alignment matrix would be too big, so place the start
         # by aligning the heads and the end by aligning the tails.
-        head = aligned_bounds(chunk[:_ALIGN_EDGE], norm_window[: 2 * _ALIGN_EDGE])
-        cut = max(0, len(norm_window) - 2 * _ALIGN_EDGE)
-        tail = aligned_bounds(chunk[-_ALIGN_EDGE:], norm_window[cut:])
+        head = aligned_bounds(chunk[:_ALIGN_EDGE], window[: 2 * _ALIGN_EDGE])
+        cut = max(0, len(window) - 2 * _ALIGN_EDGE)
+        tail = aligned_bounds(chunk[-_ALIGN_EDGE:], window[cut:])
         if head is None or tail is None:
             found = None
         else:
@@ -53,18 +66,17 @@ def align_span(ctx: SearchContext, norm: str, doc: int, c_lo: int, c_hi: int) ->
     if found is None or found[3] <= found[2]:
         return None
     a_lo, a_hi, n_lo, n_hi = found
-    score = fuzz.ratio(chunk, norm_window[n_lo:n_hi]) / 100.0
-    threshold = ctx.settings.fuzzy_threshold
+    score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
     if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
-        return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
-    lo, hi = extend_edges(chunk, norm_window, a_lo, a_hi, n_lo, n_hi)
+        return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
+    lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
     if (lo, hi) != (n_lo, n_hi):
         # the edges matched the source next to the span: it covers them, even though the
         # words dropped between them lower the ratio a little (unless below the threshold)
-        wider = fuzz.ratio(chunk, norm_window[lo:hi]) / 100.0
+        wider = fuzz.ratio(chunk, window[lo:hi]) / 100.0
         if wider >= min(score, threshold):
             score, n_lo, n_hi = wider, lo, hi
-    return score, c_lo + int(kept[n_lo]), c_lo + int(kept[n_hi - 1]) + 1
+    return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
 
 
 def aligned_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:

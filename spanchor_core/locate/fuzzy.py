@@ -17,13 +17,14 @@ from typing import Final
 import numpy as np
 from rapidfuzz import fuzz
 
-from spanchor_core.locate.align import Aligned, align_span
+from spanchor_core.locate.align import align_window
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.hashing import I64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
+from spanchor_core.locate.windows import normalise_windows
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
 
@@ -31,6 +32,7 @@ _MARGIN: Final = 16  # canonical characters added on each side of a voted region
 _DIAGONAL_GAP: Final = 64  # votes whose diagonals differ by more belong to different regions
 _SPARSE_VOTES: Final = 2  # a best region this thin is weak evidence: align at most two regions
 _NOTHING: Final = "not found, and no part of it matches the corpus"
+_GROUP_CHARS: Final = 64_000  # texts aligned per group: their windows are normalised together
 
 Scored = tuple[float, int, int, int]
 """``(score, document number, start, end)`` of one aligned place."""
@@ -71,8 +73,19 @@ def fuzzy_stage(
         docs = np.searchsorted(view.starts, pos, side="right") - 1
         local_diag = pos - offs[keep][owner] - view.starts[docs]
         _add_clusters(clusters, lo_row, rows[keep][owner], docs, local_diag)
+    group: list[tuple[Pending, list[Cluster]]] = []
+    size = 0
     for job, found in zip(indexed, clusters, strict=True):
-        results[job.slot] = _from_votes(ctx, job, found, view)
+        if not found:
+            results[job.slot] = unmapped(job, _NOTHING)
+            continue
+        group.append((job, found))
+        size += len(job.norm)
+        if size >= _GROUP_CHARS:
+            _align_group(ctx, group, view, results)
+            group, size = [], 0
+    if group:
+        _align_group(ctx, group, view, results)
     return []
 
 
@@ -138,6 +151,10 @@ def _regions(
     diagonal)`` order.
     """
     n = len(job.norm)
+    if len(clusters) == 1:  # the common case: one run of votes, aligned whatever is claimed
+        doc, lo, hi, _ = clusters[0]
+        lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
+        return [(doc, lo, hi)] if hi > lo else []
     best = max(c[3] for c in clusters)
     # most votes first, then position: the order only matters when the list is cut
     keep = sorted(
@@ -147,8 +164,9 @@ def _regions(
     chosen = keep[: 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates]
     # the places a document id, an offset hint or the gold point at always compete, however
     # few votes reach them (a copy's edge minimizers depend on the text around it); places
-    # are compared in normalised offsets, the claims' rounded down to a checkpoint
-    if job.doc is not None or job.prefer:
+    # are compared in normalised offsets, the claims' rounded down to a checkpoint. A claim
+    # names one of the clusters: when all of them are chosen already, it adds nothing
+    if (job.doc is not None or job.prefer) and len(chosen) < len(clusters):
         chosen.extend(_claimed(job, clusters, view))
     regions: list[tuple[int, int, int]] = []
     for i in dict.fromkeys(chosen):
@@ -184,23 +202,45 @@ def _claimed(job: Pending, clusters: list[Cluster], view: NormalisedView) -> lis
     return out
 
 
-def _from_votes(
-    ctx: SearchContext, job: Pending, clusters: list[Cluster], view: NormalisedView
-) -> Location:
-    """Align every voted region worth it and let the scores compete."""
-    if not clusters:
-        return unmapped(job, _NOTHING)
-    # markup and dropped words before the first (after the last) minimizer move the true edges
-    margin = _MARGIN + min(len(job.norm) // 10, ctx.settings.window)
-    scored: list[Scored] = []
-    for doc, lo, hi in _regions(ctx, job, clusters, view):
-        source = ctx.documents.texts[doc]
-        c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
-        c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)
-        found: Aligned | None = align_span(ctx, job.norm, doc, c_lo, c_hi)
-        if found is not None:
-            scored.append((found[0], doc, found[1], found[2]))
-    return resolve_scored(ctx, job, scored)
+def _align_group(
+    ctx: SearchContext,
+    group: list[tuple[Pending, list[Cluster]]],
+    view: NormalisedView,
+    results: list[Location | None],
+) -> None:
+    """Align every voted region worth it of each text of ``group`` and let the scores
+    compete; the windows of the whole group are normalised in one pass."""
+    texts = ctx.documents.texts
+    window = ctx.settings.window
+    spans: list[tuple[int, int]] = []  # (document, canonical start) of each window
+    pieces: list[str] = []
+    counts: list[int] = []  # windows of each text
+    for job, clusters in group:
+        # markup and dropped words before the first (after the last) minimizer move the
+        # true edges
+        margin = _MARGIN + min(len(job.norm) // 10, window)
+        regions = _regions(ctx, job, clusters, view)
+        for doc, lo, hi in regions:
+            source = texts[doc]
+            c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
+            c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)
+            spans.append((doc, c_lo))
+            pieces.append(source[c_lo:c_hi])
+        counts.append(len(regions))
+    windows = normalise_windows(pieces)
+    text, kept, bounds, starts = windows.text, windows.kept, windows.bounds, windows.starts
+    threshold = ctx.settings.fuzzy_threshold
+    w = 0
+    for (job, _), count in zip(group, counts, strict=True):
+        scored: list[Scored] = []
+        for i in range(w, w + count):
+            a, b = bounds[i], bounds[i + 1]
+            doc, c_lo = spans[i]
+            found = align_window(job.norm, text[a:b], kept[a:b], c_lo - starts[i], threshold)
+            if found is not None:
+                scored.append((found[0], doc, found[1], found[2]))
+        w += count
+        results[job.slot] = resolve_scored(ctx, job, scored)
 
 
 def resolve_scored(ctx: SearchContext, job: Pending, scored: list[Scored]) -> Location:
