@@ -20,11 +20,11 @@ from rapidfuzz import fuzz
 from spanchor_core.locate.align import align_window
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
-from spanchor_core.locate.hashing import I64
+from spanchor_core.locate.hashing import I64, U64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
-from spanchor_core.locate.windows import normalise_windows
+from spanchor_core.locate.windows import region_windows
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
 
@@ -32,6 +32,7 @@ _MARGIN: Final = 16  # canonical characters added on each side of a voted region
 _DIAGONAL_GAP: Final = 64  # votes whose diagonals differ by more belong to different regions
 _SPARSE_VOTES: Final = 2  # a best region this thin is weak evidence: align at most two regions
 _NOTHING: Final = "not found, and no part of it matches the corpus"
+_LOOKUP_KEYS: Final = 1 << 17  # minimizers looked up together (a few MB of arrays)
 _GROUP_CHARS: Final = 64_000  # texts aligned per group: their windows are normalised together
 
 Scored = tuple[float, int, int, int]
@@ -64,15 +65,7 @@ def fuzzy_stage(
     # votes come from its own row, so the order changes no result
     indexed.sort(key=lambda job: len(job.norm))
     view = ctx.normalised_view()
-    max_occurrences = settings.max_occurrences
-    clusters: list[list[Cluster]] = [[] for _ in indexed]
-    for lo_row, rows, offs, keys in ctx.search.batched_minimizers([j.norm for j in indexed]):
-        first, count = view.index.lookup(keys)
-        keep = np.flatnonzero((count > 0) & (count <= max_occurrences))
-        pos, owner = view.index.positions(first[keep], count[keep])
-        docs = np.searchsorted(view.starts, pos, side="right") - 1
-        local_diag = pos - offs[keep][owner] - view.starts[docs]
-        _add_clusters(clusters, lo_row, rows[keep][owner], docs, local_diag)
+    clusters = _votes(ctx, view, [j.norm for j in indexed])
     group: list[tuple[Pending, list[Cluster]]] = []
     size = 0
     for job, found in zip(indexed, clusters, strict=True):
@@ -87,6 +80,40 @@ def fuzzy_stage(
     if group:
         _align_group(ctx, group, view, results)
     return []
+
+
+def _votes(ctx: SearchContext, view: NormalisedView, texts: list[str]) -> list[list[Cluster]]:
+    """The clusters of votes of each text (:func:`_add_clusters`).
+
+    The minimizers of many batches of texts are looked up together: sorted keys that lie
+    close together in the index make its binary searches walk memory in order, which is
+    most of what a lookup costs.
+    """
+    max_occurrences = ctx.settings.max_occurrences
+    clusters: list[list[Cluster]] = [[] for _ in texts]
+    parts: list[tuple[I64, I64, U64]] = []
+    held = 0
+
+    def vote() -> None:
+        rows = np.concatenate([p[0] for p in parts])
+        offs = np.concatenate([p[1] for p in parts])
+        first, count = view.index.lookup(np.concatenate([p[2] for p in parts]))
+        parts.clear()
+        keep = np.flatnonzero((count > 0) & (count <= max_occurrences))
+        pos, owner = view.index.positions(first[keep], count[keep])
+        docs = np.searchsorted(view.starts, pos, side="right") - 1
+        local_diag = pos - offs[keep][owner] - view.starts[docs]
+        _add_clusters(clusters, 0, rows[keep][owner], docs, local_diag)
+
+    for lo_row, rows, offs, keys in ctx.search.batched_minimizers(texts):
+        parts.append((rows + lo_row, offs, keys))
+        held += len(keys)
+        if held >= _LOOKUP_KEYS:
+            vote()
+            held = 0
+    if parts:
+        vote()
+    return clusters
 
 
 def _add_clusters(
@@ -209,36 +236,43 @@ def _align_group(
     results: list[Location | None],
 ) -> None:
     """Align every voted region worth it of each text of ``group`` and let the scores
-    compete; the windows of the whole group are normalised in one pass."""
-    texts = ctx.documents.texts
+    compete; the windows of the whole group are found together (:func:`region_windows`)."""
     window = ctx.settings.window
-    spans: list[tuple[int, int]] = []  # (document, canonical start) of each window
-    pieces: list[str] = []
-    counts: list[int] = []  # windows of each text
+    docs: list[int] = []
+    los: list[int] = []
+    his: list[int] = []
+    margins: list[int] = []
+    counts: list[int] = []  # regions of each text
     for job, clusters in group:
+        regions = _regions(ctx, job, clusters, view)
         # markup and dropped words before the first (after the last) minimizer move the
         # true edges
         margin = _MARGIN + min(len(job.norm) // 10, window)
-        regions = _regions(ctx, job, clusters, view)
         for doc, lo, hi in regions:
-            source = texts[doc]
-            c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
-            c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)
-            spans.append((doc, c_lo))
-            pieces.append(source[c_lo:c_hi])
+            docs.append(doc)
+            los.append(lo)
+            his.append(hi)
+            margins.append(margin)
         counts.append(len(regions))
-    windows = normalise_windows(pieces)
-    text, kept, bounds, starts = windows.text, windows.kept, windows.bounds, windows.starts
+    windows = region_windows(
+        view,
+        ctx.documents,
+        np.array(docs, dtype=np.int64),
+        np.array(los, dtype=np.int64),
+        np.array(his, dtype=np.int64),
+        np.array(margins, dtype=np.int64),
+    )
+    text, kept, origin = windows.text, windows.kept, windows.origin
+    starts, ends = windows.lo, windows.hi
     threshold = ctx.settings.fuzzy_threshold
     w = 0
     for (job, _), count in zip(group, counts, strict=True):
         scored: list[Scored] = []
         for i in range(w, w + count):
-            a, b = bounds[i], bounds[i + 1]
-            doc, c_lo = spans[i]
-            found = align_window(job.norm, text[a:b], kept[a:b], c_lo - starts[i], threshold)
+            a, b = starts[i], ends[i]
+            found = align_window(job.norm, text[a:b], kept[a:b], origin[i], threshold)
             if found is not None:
-                scored.append((found[0], doc, found[1], found[2]))
+                scored.append((found[0], docs[i], found[1], found[2]))
         w += count
         results[job.slot] = resolve_scored(ctx, job, scored)
 

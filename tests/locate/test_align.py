@@ -1,0 +1,117 @@
+"""The fuzzy stage's alignment pieces against plain one-at-a-time references: the densest run
+of matching blocks, and the windows of many regions found together."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz.distance import Indel
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.locate.align import align_span, align_window, aligned_bounds
+from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.settings import LocatorSettings
+from spanchor_core.locate.text import normalise_with_positions
+from spanchor_core.locate.windows import region_windows
+
+
+def _reference_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
+    """Kadane over the matching blocks, written the obvious way (block by block, by index)."""
+    blocks = [b for b in Indel.opcodes(chunk, window).as_matching_blocks() if b.size > 0]
+    if not blocks:
+        return None
+    best, best_lo, best_hi = -1, 0, 0
+    cur, cur_lo = 0, 0
+    for i, blk in enumerate(blocks):
+        gap = 0
+        if i:
+            prev = blocks[i - 1]
+            gap = (blk.b - prev.b - prev.size) + (blk.a - prev.a - prev.size)
+        if i == 0 or cur - gap <= 0:
+            cur, cur_lo = blk.size, i
+        else:
+            cur += blk.size - gap
+        if cur > best:
+            best, best_lo, best_hi = cur, cur_lo, i
+    a_lo, lo = blocks[best_lo].a, blocks[best_lo].b
+    while a_lo > 0 and lo > 0 and chunk[a_lo - 1] == window[lo - 1]:
+        a_lo, lo = a_lo - 1, lo - 1
+    a_hi = blocks[best_hi].a + blocks[best_hi].size
+    hi = blocks[best_hi].b + blocks[best_hi].size
+    while a_hi < len(chunk) and hi < len(window) and chunk[a_hi] == window[hi]:
+        a_hi, hi = a_hi + 1, hi + 1
+    return a_lo, a_hi, lo, hi
+
+
+_letters = st.text(alphabet=st.sampled_from("abcd"), max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(chunk=_letters, window=_letters)
+def test_aligned_bounds_is_kadane_over_the_matching_blocks(chunk: str, window: str) -> None:
+    assert aligned_bounds(chunk, window) == _reference_bounds(chunk, window)
+
+
+def test_aligned_bounds_drops_stray_matches_before_the_text() -> None:
+    window = "x-y-z-" + "thequickbrownfox"
+    found = aligned_bounds("xyz" + "thequickbrownfox", window)
+    assert found == (3, 19, 6, 22)  # the scattered x, y, z stay outside the span
+
+
+_doc = st.text(alphabet=st.sampled_from("abAB \n\tİςé."), min_size=1, max_size=200)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(_doc, min_size=1, max_size=4),
+    picks=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 250), st.integers(1, 250), st.integers(0, 70)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_region_windows_equal_one_region_at_a_time(
+    texts: list[str], picks: list[tuple[int, int, int, int]]
+) -> None:
+    corpus = Corpus.from_texts({f"d{i}": t for i, t in enumerate(texts)})
+    ctx = SearchContext(corpus, LocatorSettings(kgram=4, window=3))
+    view = ctx.normalised_view()
+    documents = ctx.documents
+    regions = []
+    for doc, lo, width, margin in picks:
+        doc %= len(documents.texts)
+        n = int(view.lengths[doc])
+        if n == 0:
+            continue
+        lo %= n
+        regions.append((doc, lo, min(n, lo + width), margin))
+    if not regions:
+        return
+    docs, los, his, margins = (np.array([r[k] for r in regions], dtype=np.int64) for k in range(4))
+    windows = region_windows(view, documents, docs, los, his, margins)
+    for i, (doc, lo, hi, margin) in enumerate(regions):
+        source = documents.texts[doc]
+        c_lo = max(0, view.to_canonical(source, doc, lo) - margin)
+        c_hi = min(len(source), view.to_canonical(source, doc, hi - 1) + 1 + margin)
+        norm, kept = normalise_with_positions(source[c_lo:c_hi])
+        a, b = windows.lo[i], windows.hi[i]
+        assert windows.text[a:b] == norm
+        assert (windows.kept[a:b] + windows.origin[i]).tolist() == (kept + c_lo).tolist()
+
+
+def test_align_window_on_a_group_window_equals_align_span() -> None:
+    source = "# Title\n\nSome **bold** words and a long sentence that goes on. " * 3
+    corpus = Corpus.from_texts({"d": source, "e": "other text entirely " * 5})
+    ctx = SearchContext(corpus, LocatorSettings())
+    view = ctx.normalised_view()
+    chunk = "title some bold words and a long sentence that goes on.".replace(" ", "")
+    n = int(view.lengths[0])
+    one = np.array([0], dtype=np.int64)
+    windows = region_windows(view, ctx.documents, one, one * 0 + 5, one * 0 + n - 5, one * 0 + 20)
+    a, b = windows.lo[0], windows.hi[0]
+    mine = align_window(chunk, windows.text[a:b], windows.kept[a:b], windows.origin[0], 0.8)
+    c_lo = max(0, view.to_canonical(source, 0, 5) - 20)
+    c_hi = min(len(source), view.to_canonical(source, 0, n - 6) + 1 + 20)
+    assert mine is not None
+    assert mine == align_span(ctx, chunk, 0, c_lo, c_hi)
