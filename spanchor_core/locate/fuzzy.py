@@ -32,7 +32,7 @@ _MARGIN: Final = 16  # canonical characters added on each side of a voted region
 _DIAGONAL_GAP: Final = 64  # votes whose diagonals differ by more belong to different regions
 _SPARSE_VOTES: Final = 2  # a best region this thin is weak evidence: align at most two regions
 _NOTHING: Final = "not found, and no part of it matches the corpus"
-_LOOKUP_KEYS: Final = 1 << 17  # minimizers looked up together (a few MB of arrays)
+_LOOKUP_KEYS: Final = 1 << 15  # minimizers looked up together (a few MB of arrays)
 _GROUP_CHARS: Final = 64_000  # texts aligned per group: their windows are normalised together
 
 Scored = tuple[float, int, int, int]
@@ -283,6 +283,9 @@ def resolve_scored(ctx: SearchContext, job: Pending, scored: list[Scored]) -> Lo
     if not scored:
         return unmapped(job, "no alignment with the candidate regions")
     threshold = ctx.settings.fuzzy_threshold
+    if len(scored) == 1 and scored[0][0] >= threshold:  # the common case: one place
+        score, doc, start, end = scored[0]
+        return choose(ctx, job, [(doc, start, end)], MatchStatus.FUZZY, score, "approximate text")
     best = max(scored)
     if best[0] < threshold:
         score, doc, start, end = best
