@@ -12,7 +12,7 @@ from typing import Final
 
 import numpy as np
 
-from spanchor_core.locate.hashing import I64, SENTINEL, U64, KgramHasher, minimizer_mask
+from spanchor_core.locate.hashing import I64, U64, KgramHasher, minimizer_mask
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.settings import LocatorSettings
 from spanchor_core.locate.text import code_points
@@ -53,12 +53,13 @@ class MinimizerSearch:
             batch = [t[:cap] for t in texts[start:stop]]
             codes = code_points("".join(t.ljust(width, "\0") for t in batch))
             h = self.hasher.kgrams(codes.reshape(len(batch), width))
+            # the k-grams that run into a row's padding lie in no full window of its text,
+            # and only full windows choose minimizers: they need no masking
             nk = np.array([len(t) - k + 1 for t in batch], dtype=np.int64)
-            cols = np.arange(h.shape[1])
-            h = np.where(cols[None, :] < nk[:, None], h, SENTINEL)
             mask = minimizer_mask(h, w, nk - w + 1)
-            rows, offs = np.nonzero(mask)
-            yield start, rows.astype(np.int64), offs.astype(np.int64), h[rows, offs]
+            at = np.flatnonzero(mask)
+            rows, offs = np.divmod(at, h.shape[1])
+            yield start, rows, offs, h.ravel()[at]
             start = stop
 
     def anchor_candidates(
