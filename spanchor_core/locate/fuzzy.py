@@ -12,7 +12,7 @@ Everything this stage cannot place is ``UNMAPPED`` with a reason.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -24,7 +24,7 @@ from spanchor_core.locate.hashing import I64, U64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.resolve import Pending, choose, unmapped
-from spanchor_core.locate.windows import region_windows
+from spanchor_core.locate.windows import normalised_points, region_windows
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
 
@@ -39,6 +39,15 @@ Scored = tuple[float, int, int, int]
 """``(score, document number, start, end)`` of one aligned place."""
 Cluster = tuple[int, int, int, int]
 """``(document number, lowest local diagonal, highest, votes)``: one text's run of votes."""
+
+
+class Offsets(Protocol):
+    """What choosing regions reads of a normalised view (:class:`NormalisedView` has it)."""
+
+    @property
+    def lengths(self) -> I64: ...
+
+    def to_normalised(self, doc: int, canonical: int) -> int: ...
 
 
 def fuzzy_stage(
@@ -170,7 +179,7 @@ def clusters_of(vote: list[tuple[int, int]]) -> list[Cluster]:
 
 
 def _regions(
-    ctx: SearchContext, job: Pending, clusters: list[Cluster], view: NormalisedView
+    ctx: SearchContext, job: Pending, clusters: list[Cluster], view: Offsets
 ) -> list[tuple[int, int, int]]:
     """The voted regions worth aligning, as ``(doc, normalised lo, normalised hi)``.
 
@@ -204,7 +213,7 @@ def _regions(
     return regions
 
 
-def _claimed(job: Pending, clusters: list[Cluster], view: NormalisedView) -> list[int]:
+def _claimed(job: Pending, clusters: list[Cluster], view: Offsets) -> list[int]:
     """Clusters the request points at: the named document's best one, the one nearest the
     hint, the best one overlapping each gold span."""
     n = len(job.norm)
@@ -229,6 +238,28 @@ def _claimed(job: Pending, clusters: list[Cluster], view: NormalisedView) -> lis
     return out
 
 
+class _Claims:
+    """What :func:`_regions` reads of the normalised view, with the normalised offsets of the
+    places a group of texts claims found together (:func:`normalised_points`)."""
+
+    def __init__(self, view: NormalisedView, group: list[tuple[Pending, list[Cluster]]]) -> None:
+        self.lengths = view.lengths
+        wanted: list[tuple[int, int]] = []
+        for job, clusters in group:
+            if len(clusters) < 2:  # one run of votes is aligned whatever is claimed
+                continue
+            if job.doc is not None and job.hint_start is not None:
+                wanted.append((job.doc, job.hint_start))
+            for doc, start, end in job.prefer:
+                wanted.append((doc, start))
+                wanted.append((doc, end))
+        found = normalised_points(view, [d for d, _ in wanted], [c for _, c in wanted])
+        self._points = dict(zip(wanted, found, strict=True))
+
+    def to_normalised(self, doc: int, canonical: int) -> int:
+        return self._points[(doc, canonical)]
+
+
 def _align_group(
     ctx: SearchContext,
     group: list[tuple[Pending, list[Cluster]]],
@@ -238,13 +269,14 @@ def _align_group(
     """Align every voted region worth it of each text of ``group`` and let the scores
     compete; the windows of the whole group are found together (:func:`region_windows`)."""
     window = ctx.settings.window
+    claims = _Claims(view, group)
     docs: list[int] = []
     los: list[int] = []
     his: list[int] = []
     margins: list[int] = []
     counts: list[int] = []  # regions of each text
     for job, clusters in group:
-        regions = _regions(ctx, job, clusters, view)
+        regions = _regions(ctx, job, clusters, claims)
         # markup and dropped words before the first (after the last) minimizer move the
         # true edges
         margin = _MARGIN + min(len(job.norm) // 10, window)

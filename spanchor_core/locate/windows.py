@@ -1,4 +1,6 @@
-"""The source windows the fuzzy stage aligns in, for many voted regions at once.
+"""The fuzzy stage's offset arithmetic for many texts at once: the source windows it aligns
+in (:func:`region_windows`) and the normalised offsets of the places requests claim
+(:func:`normalised_points`).
 
 A region is a range ``[lo, hi)`` of one document's normalised text; its window is the
 canonical text from its first character to its last, widened by a margin on each side, and
@@ -10,6 +12,9 @@ normalised in one pass — normalising is one code point to one code point and d
 whitespace, independent of context, so the view of windows laid end to end is their views
 laid end to end — and the exact windows are cut from it by binary search. The windows are
 the same, character for character, as one region at a time would give.
+
+:func:`normalised_points` is :meth:`NormalisedView.to_normalised` for many points: one
+binary search over each point's document's checkpoints, run for all points together.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from spanchor_core.locate.hashing import I64
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
 from spanchor_core.locate.text import normalise_with_positions
 
-__all__ = ["RegionWindows", "region_windows"]
+__all__ = ["RegionWindows", "normalised_points", "region_windows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +93,28 @@ def region_windows(
         np.searchsorted(kept, end + shift).tolist(),
         (-shift).tolist(),
     )
+
+
+def normalised_points(view: NormalisedView, docs: list[int], canonical: list[int]) -> list[int]:
+    """``view.to_normalised(docs[i], canonical[i])`` for every ``i``: the normalised offset of
+    each canonical offset, rounded down to a checkpoint (offsets outside the document
+    clipped to it, as there)."""
+    points = view.checkpoints
+    kind = np.iinfo(points.dtype)
+    keys = np.array([min(max(c, kind.min), kind.max) for c in canonical], dtype=np.int64)
+    where = np.array(docs, dtype=np.int64)
+    first = view.checkpoint_base[where].astype(np.int64)
+    lo = first.copy()
+    hi = first + -(-view.lengths[where] // CHECKPOINT)
+    # per point, the number of its document's checkpoints at or before its key
+    # (``searchsorted(..., side="right")``), all points halving their ranges together
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        below = open_ & (points[np.where(open_, mid, 0)] <= keys)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
+    out: list[int] = (np.maximum(0, lo - first - 1) * CHECKPOINT).tolist()
+    return out

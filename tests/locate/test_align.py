@@ -11,9 +11,10 @@ from rapidfuzz.distance import Indel
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.align import align_span, align_window, aligned_bounds
 from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.normalised_view import CHECKPOINT
 from spanchor_core.locate.settings import LocatorSettings
 from spanchor_core.locate.text import normalise_with_positions
-from spanchor_core.locate.windows import region_windows
+from spanchor_core.locate.windows import normalised_points, region_windows
 
 
 def _reference_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
@@ -60,13 +61,15 @@ def test_aligned_bounds_drops_stray_matches_before_the_text() -> None:
 
 
 _doc = st.text(alphabet=st.sampled_from("abAB \n\tİςé."), min_size=1, max_size=200)
+# repeated, so that documents hold several checkpoints
+_long_doc = st.builds(lambda t, n: t * n, _doc, st.integers(1, 6))
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    texts=st.lists(_doc, min_size=1, max_size=4),
+    texts=st.lists(_long_doc, min_size=1, max_size=4),
     picks=st.lists(
-        st.tuples(st.integers(0, 3), st.integers(0, 250), st.integers(1, 250), st.integers(0, 70)),
+        st.tuples(st.integers(0, 3), st.integers(0, 900), st.integers(1, 400), st.integers(0, 70)),
         min_size=1,
         max_size=8,
     ),
@@ -115,3 +118,32 @@ def test_align_window_on_a_group_window_equals_align_span() -> None:
     c_hi = min(len(source), view.to_canonical(source, 0, n - 6) + 1 + 20)
     assert mine is not None
     assert mine == align_span(ctx, chunk, 0, c_lo, c_hi)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(_long_doc | st.just(""), min_size=1, max_size=4),
+    asked=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.integers(-5, 260) | st.sampled_from([-(10**30), 2**40, 10**30]),
+        ),
+        max_size=12,
+    ),
+)
+def test_normalised_points_equal_to_normalised_one_at_a_time(
+    texts: list[str], asked: list[tuple[int, int]]
+) -> None:
+    corpus = Corpus.from_texts({f"d{i}": t for i, t in enumerate(texts)})
+    view = SearchContext(corpus, LocatorSettings(kgram=4, window=3)).normalised_view()
+    docs = [d % len(texts) for d, _ in asked]
+    canonical = [c for _, c in asked]
+    # and every checkpoint of every document, with its neighbours: the edges of the search
+    for d in range(len(texts)):
+        base = int(view.checkpoint_base[d])
+        for j in range(-(-int(view.lengths[d]) // CHECKPOINT)):
+            at = int(view.checkpoints[base + j])
+            docs += [d, d, d]
+            canonical += [at - 1, at, at + 1]
+    expected = [view.to_normalised(d, c) for d, c in zip(docs, canonical, strict=True)]
+    assert normalised_points(view, docs, canonical) == expected
