@@ -33,7 +33,7 @@ _DIAGONAL_GAP: Final = 64  # votes whose diagonals differ by more belong to diff
 _SPARSE_VOTES: Final = 2  # a best region this thin is weak evidence: align at most two regions
 _NOTHING: Final = "not found, and no part of it matches the corpus"
 _LOOKUP_KEYS: Final = 1 << 15  # minimizers looked up together (a few MB of arrays)
-_GROUP_CHARS: Final = 64_000  # texts aligned per group: their windows are normalised together
+_GROUP_CHARS: Final = 1 << 18  # text characters per group: their windows are normalised together
 
 Scored = tuple[float, int, int, int]
 """``(score, document number, start, end)`` of one aligned place."""
