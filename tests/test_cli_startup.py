@@ -126,3 +126,21 @@ def test_a_quiet_evaluate_loads_nothing_of_the_comparison_side(tmp_path: Path) -
         "spanchor_core.pipeline.noise",
     }
     assert unused.isdisjoint(loaded), unused & loaded
+
+
+def test_evaluate_prints_its_table_without_the_comparison_renderers(tmp_path: Path) -> None:
+    example = "examples/quickstart"
+    loaded = _loaded_after(
+        "from spanchor_core.cli import main; main(['evaluate', "
+        f"'{example}/docs', '{example}/gold.jsonl', '{example}/runs/candidate.jsonl'])"
+    )
+    assert "spanchor_core.render.terminal" in loaded  # the table was printed
+    unused = {
+        "spanchor_core.compare",
+        "spanchor_core.diagnosis",
+        "spanchor_core.policy",
+        "spanchor_core.render.html",
+        "spanchor_core.render.junit",
+        "spanchor_core.render.markdown",
+    }
+    assert unused.isdisjoint(loaded), unused & loaded
