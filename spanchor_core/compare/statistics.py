@@ -11,7 +11,6 @@ difference.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,32 +39,24 @@ def paired_statistics(
     """Bootstrap intervals and sign-flip p-values for each row of ``deltas`` (metrics x queries).
 
     Columns are paired queries, already in a canonical order. Every row is resampled with the
-    same query indices. Vectorised in blocks of about four million draws; the sign flips, and
-    the drawing of the next block's indices, run on threads beside the gathering (numpy
-    releases the GIL there), each stream drawn in the one order, so the numbers are those of
-    one thread.
+    same query indices. Vectorised in blocks of about four million draws.
     """
     m, n = deltas.shape
     if n == 0 or n_resamples < 1:
         raise InputError("paired statistics need at least one query and one resample")
     rows = max(1, _CHUNK_ELEMENTS // n)
     constant = np.all(deltas == deltas[:, :1], axis=1)
-    totals = deltas.sum(axis=1)
-    observed = np.abs(totals)
-    # Sums of the same numbers in another order differ in the last bits; such ties must count.
-    tolerance = 1e-9 * np.abs(deltas).sum(axis=1)
-    exact = 2**n <= n_resamples
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        # the sign flips draw from their own stream: they run beside the bootstrap
-        flipped = (
-            None
-            if exact
-            else pool.submit(
-                _sign_flips, deltas, totals, observed - tolerance, n_resamples, rows, seed
-            )
-        )
-        sums = _bootstrap_sums(deltas, np.flatnonzero(~constant), n_resamples, rows, seed, pool)
-        extreme = np.zeros(m, dtype=np.int64) if flipped is None else flipped.result()
+
+    boot = np.random.Generator(np.random.PCG64(seed))
+    sums = np.zeros((m, n_resamples))
+    varying = np.flatnonzero(~constant)
+    if varying.size:
+        for start in range(0, n_resamples, rows):
+            stop = min(n_resamples, start + rows)
+            index = boot.integers(0, n, size=(stop - start, n))
+            for j in varying:
+                # take: the same values as deltas[j][index], gathered faster
+                sums[j, start:stop] = deltas[j].take(index).sum(axis=1)
     means = sums / n
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail], axis=1)
@@ -73,68 +64,28 @@ def paired_statistics(
     low[constant] = deltas[constant, 0]
     high[constant] = deltas[constant, 0]
 
+    totals = deltas.sum(axis=1)
+    observed = np.abs(totals)
+    # Sums of the same numbers in another order differ in the last bits; such ties must count.
+    tolerance = 1e-9 * np.abs(deltas).sum(axis=1)
+    extreme = np.zeros(m, dtype=np.int64)
     p_value: NDArray[np.float64]
-    if exact:
+    if 2**n <= n_resamples:
         # Few queries: every sign pattern can be tried, which gives the exact p-value.
         patterns = np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)
         signs = (patterns & 1).astype(np.float64) * 2.0 - 1.0
         extreme += (np.abs(signs @ deltas.T) >= observed - tolerance).sum(axis=0)
         p_value = extreme.astype(np.float64) / 2.0**n
     else:
+        flips = np.random.Generator(np.random.PCG64(seed).jumped())
+        for start in range(0, n_resamples, rows):
+            count = min(n_resamples, start + rows) - start
+            raw = flips.bytes((count * n + 7) // 8)
+            bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8))[: count * n]
+            kept = bits.reshape(count, n).astype(np.float64)
+            # sum(s_i d_i) with s_i = 2 b_i - 1 is 2 (b . d) - sum(d): one pass fewer.
+            flipped = np.abs(2.0 * (kept @ deltas.T) - totals)
+            extreme += (flipped >= observed - tolerance).sum(axis=0)
         p_value = (1.0 + extreme.astype(np.float64)) / (1.0 + n_resamples)
     p_value[np.all(deltas == 0.0, axis=1)] = 1.0
     return PairedStatistics(low, high, p_value)
-
-
-def _bootstrap_sums(
-    deltas: NDArray[np.float64],
-    varying: NDArray[np.intp],
-    n_resamples: int,
-    rows: int,
-    seed: int,
-    pool: ThreadPoolExecutor,
-) -> NDArray[np.float64]:
-    """The sum of each resample of each varying row (the others stay 0: their interval is
-    their value). The indices of the next block are drawn on ``pool`` while this block's are
-    gathered; the generator is only ever used by one draw at a time, in block order, so the
-    stream is the one a single thread draws."""
-    m, n = deltas.shape
-    sums = np.zeros((m, n_resamples))
-    if not varying.size:
-        return sums
-    boot = np.random.Generator(np.random.PCG64(seed))
-    blocks = [(start, min(n_resamples, start + rows)) for start in range(0, n_resamples, rows)]
-    drawn = pool.submit(boot.integers, 0, n, size=(blocks[0][1] - blocks[0][0], n))
-    for at, (start, stop) in enumerate(blocks):
-        index = drawn.result()
-        if at + 1 < len(blocks):
-            following, end = blocks[at + 1]
-            drawn = pool.submit(boot.integers, 0, n, size=(end - following, n))
-        for j in varying:
-            # take: the same values as deltas[j][index], gathered faster
-            sums[j, start:stop] = deltas[j].take(index).sum(axis=1)
-    return sums
-
-
-def _sign_flips(
-    deltas: NDArray[np.float64],
-    totals: NDArray[np.float64],
-    threshold: NDArray[np.float64],
-    n_resamples: int,
-    rows: int,
-    seed: int,
-) -> NDArray[np.int64]:
-    """Per row, how many of ``n_resamples`` random sign patterns give a sum at least as far
-    from 0 as ``threshold`` (the observed one, less the tolerance)."""
-    n = deltas.shape[1]
-    extreme = np.zeros(deltas.shape[0], dtype=np.int64)
-    flips = np.random.Generator(np.random.PCG64(seed).jumped())
-    for start in range(0, n_resamples, rows):
-        count = min(n_resamples, start + rows) - start
-        raw = flips.bytes((count * n + 7) // 8)
-        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8))[: count * n]
-        kept = bits.reshape(count, n).astype(np.float64)
-        # sum(s_i d_i) with s_i = 2 b_i - 1 is 2 (b . d) - sum(d): one pass fewer.
-        flipped = np.abs(2.0 * (kept @ deltas.T) - totals)
-        extreme += (flipped >= threshold).sum(axis=0)
-    return extreme
