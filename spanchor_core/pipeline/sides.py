@@ -164,6 +164,29 @@ def _as_known(source: EvaluationSource) -> Evaluation | Run | Path:
     return Path(source)
 
 
+def _all_known(sources: Sequence[EvaluationSource], jobs: int) -> list[Evaluation | Run | Path]:
+    """:func:`_as_known` of every source; with ``jobs`` > 1, two or more evaluation files are
+    read on that many processes (:func:`run_tasks`: the driver reads one of them, a worker
+    each other, and hands it back pickled, a fraction of what reading costs). What reading
+    a file says when it is bad is the same either way: the first failing file in order
+    raises its error."""
+    files: dict[int, Path] = {}
+    for i, source in enumerate(sources):
+        if not isinstance(source, Evaluation | Run) and file_kind(source) == "evaluation":
+            files[i] = Path(source)
+    if jobs <= 1 or len(files) < 2:
+        return [_as_known(source) for source in sources]
+    read = iter(run_tasks([functools.partial(read_evaluation, p) for p in files.values()], jobs))
+    return [
+        next(read)
+        if i in files
+        else source
+        if isinstance(source, Evaluation | Run)
+        else Path(source)
+        for i, source in enumerate(sources)
+    ]
+
+
 def _scored(
     run: Run | Path,
     *,
@@ -326,7 +349,7 @@ def load_labelled(
     (:class:`~spanchor_core.pipeline.mappings.SharedMappings`): what a later side returned
     before is not searched for again."""
     count = resolve_jobs(jobs)
-    known = [_as_known(source) for _, source in sides]
+    known = _all_known([source for _, source in sides], count)
     reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
         k = DEFAULT_K if reference is None else reference.settings.k
