@@ -197,7 +197,7 @@ def test_two_evaluation_files_are_read_on_two_processes(
         write_evaluation(evaluation, tmp_path / f"{name}.json")
         paths.append(tmp_path / f"{name}.json")
     readers = tmp_path / "readers"
-    real = sides.read_evaluation
+    from spanchor_core.evaluate import read_evaluation as real
 
     def noted(path: Path) -> object:
         with readers.open("a") as out:  # the worker's calls are not in this process's memory
