@@ -30,8 +30,8 @@ from spanchor_core.locate.text import code_points, fold, non_space_mask
 __all__ = ["SAMPLE_K", "STEP", "ProbeSource", "SampledIndex", "Sink", "code_blocks", "place"]
 
 SAMPLE_K: Final = 12  # k-gram of the sampled index
-STEP: Final = 8  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
-_OPTIONS: Final = 3  # offsets tried per residue: the rarest of the first three is used
+STEP: Final = 6  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
+_OPTIONS: Final = 4  # offsets tried per residue: the rarest of the first four is used
 _BATCH_ROWS: Final = 2_048  # texts hashed per numpy pass
 _CHUNK_ENTRIES: Final = 1 << 16  # index entries enumerated per numpy pass (bounded memory)
 

@@ -65,10 +65,11 @@ class CorpusScanner:
             return built
 
     def probe(self, texts: list[str], candidates: int, *, normalised: bool) -> Probe | None:
-        """A probe of ``texts`` against the low bytes of the text (or of its normalised stream),
-        for a search about to enumerate ``candidates``: the bytes are kept once the searches
-        of this scanner have enumerated more candidates than one corpus character in
-        ``_PROBE_SHARE`` (below that, confirming them one by one costs less than the bytes)."""
+        """A probe of ``texts`` (``None``: not worth one) against the low bytes of the text (or
+        of its normalised stream), for a search about to enumerate ``candidates``: the bytes
+        are kept once the searches of this scanner have enumerated more candidates than one
+        corpus character in ``_PROBE_SHARE`` (below that, confirming them one by one costs less
+        than the bytes)."""
         view = int(normalised)
         with self._lock:
             low = self._low_bytes[view]

@@ -20,7 +20,7 @@ from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.exact import exact_occurrences
 from spanchor_core.locate.hashing import KgramHasher
 from spanchor_core.locate.normalised import normalised_occurrences
-from spanchor_core.locate.sampled import SampledIndex, code_blocks
+from spanchor_core.locate.sampled import SAMPLE_K, STEP, SampledIndex, code_blocks
 from spanchor_core.locate.settings import LocatorSettings
 from spanchor_core.locate.text import normalise
 
@@ -130,13 +130,13 @@ def test_past_the_budget_the_scan_answers_the_same(monkeypatch: pytest.MonkeyPat
     assert (exact_occurrences(ctx, needles), normalised_occurrences(ctx, norms)) == expected
 
 
-def test_the_sampled_index_keeps_every_eighth_kgram() -> None:
+def test_the_sampled_index_keeps_every_step_th_kgram() -> None:
     ctx = _context({"a": "x" * 5 + "abcdefghijklmnopqrstuvwxyz", "b": "", "c": "0123456789AB"})
     blocks = code_blocks(ctx.documents, normalised=False)
     index = SampledIndex(KgramHasher(12), blocks, ctx.documents.total)
     total = ctx.documents.total  # 31 + 0 + 12 characters
     positions = sorted(int(p) & ((1 << index.pos_bits) - 1) for p in index.index.packed)
-    assert positions == list(range(0, total - 12 + 1, 8))
+    assert positions == list(range(0, total - SAMPLE_K + 1, STEP))
 
 
 def test_the_tests_above_reach_each_path(monkeypatch: pytest.MonkeyPatch) -> None:
