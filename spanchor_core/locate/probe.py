@@ -64,7 +64,8 @@ class LowBytes:
 def _word(codes: npt.NDArray[np.uint32], at: I64) -> U64:
     """The low bytes of ``codes[at[i] : at[i] + 8]`` as one little-endian word per ``i``."""
     picked = codes[at[:, None] + np.arange(PROBE_CHARS)].astype(np.uint8)
-    return picked.view("<u8").reshape(-1)
+    words: U64 = picked.view("<u8").reshape(-1)
+    return words
 
 
 class Probe:
