@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from spanchor_core.corpus import Corpus
-from spanchor_core.locate import find as find_module
 from spanchor_core.locate import Locator
+from spanchor_core.locate import find as find_module
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.copies import CopyMap
 from spanchor_core.locate.documents import Occurrence
@@ -173,8 +173,8 @@ def _boilerplate(seed: int, copies: int = 30) -> dict[str, str]:
     (near-copies), the first ones among those — so that a near-copy may be the entry a
     frequent minimizer lists first."""
     rng = random.Random(seed)
-    header = " ".join(rng.choice(_WORDS + ["alpha", "gamma"]) for _ in range(80))
-    footer = " ".join(rng.choice(_WORDS + ["delta", "omega"]) for _ in range(60))
+    header = " ".join(rng.choice([*_WORDS, "alpha", "gamma"]) for _ in range(80))
+    footer = " ".join(rng.choice([*_WORDS, "delta", "omega"]) for _ in range(60))
     docs: dict[str, str] = {}
     for n in range(copies):
         head, foot = header, footer
@@ -279,6 +279,7 @@ def test_many_copies_chosen_by_hint_and_by_gold_as_with_few() -> None:
     assert (loc.document_id, loc.start, loc.resolved_by) == ("d077", 0, "gold")
     tie = (DocSpan("d077", 0, 10), DocSpan("d050", 1, 11))  # equal overlaps: the first wins
     assert locator.locate(header, prefer=tie).document_id == "d050"
-    assert loc.reason is not None and "occurs 120 times" in loc.reason
+    assert loc.reason is not None
+    assert "occurs 120 times" in loc.reason
     named = locator.locate(header, document_id="d033")
     assert (named.document_id, named.start, named.resolved_by) == ("d033", 33 % 7, "document_id")
