@@ -11,7 +11,9 @@ how they confirm a candidate. A text is looked up in this order:
   text the candidates are confirmed against the copies of that minimizer
   (:mod:`~spanchor_core.locate.copies`), not one by one;
 * shorter than a minimizer window: the scanner's sampled k-gram index
-  (:mod:`~spanchor_core.locate.sampled`), once a run has needed a full scan before;
+  (:mod:`~spanchor_core.locate.sampled`), once a run has needed a full scan before; its
+  candidates, and those of frequent normalised texts, pass a numpy probe of the corpus's low
+  bytes (:mod:`~spanchor_core.locate.probe`) before each is confirmed in Python;
 * everything else: a scan of the whole corpus (:class:`~spanchor_core.locate.scan.CorpusScanner`).
 
 Each way finds every occurrence, and each candidate is confirmed against the text, so which

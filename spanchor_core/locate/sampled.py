@@ -7,7 +7,9 @@ every virtual position that is a multiple of ``STEP``, built once, on the second
 needs it. Any occurrence of a text of at least ``SAMPLE_K + STEP - 1`` characters has exactly
 one of its first ``STEP`` k-grams at such a position; so looking up, for each residue modulo
 ``STEP``, one k-gram of the text at an offset of that residue (the rarest of the first few)
-yields every place the text can start, exactly once. The caller confirms each.
+yields every place the text can start, exactly once. The caller confirms each (after a probe,
+:mod:`~spanchor_core.locate.probe`, has dropped most wrong ones). A table costs 8 bytes per
+``STEP`` characters.
 
 The same structure is built over the normalised stream (folded, whitespace dropped), in the
 coordinates of :class:`~spanchor_core.locate.normalised_view.NormalisedView`.
