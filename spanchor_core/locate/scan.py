@@ -36,7 +36,9 @@ _PROBE_SHARE: Final = 64  # low bytes kept past one enumerated candidate per thi
 
 
 class CorpusScanner:
-    """Every occurrence of given texts in a corpus, by scanning it (no index)."""
+    """Every occurrence of given texts in a corpus, by scanning it (no index); and what the
+    slow paths keep across batches: the sampled indexes, the low bytes the probes read, the
+    copy map of frequent minimizers, the normalised stream as one string."""
 
     def __init__(self, documents: CorpusTexts) -> None:
         self.documents = documents
