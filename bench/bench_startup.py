@@ -10,10 +10,15 @@ Cases: ``python -c pass`` (the interpreter alone), ``import spanchor_core``,
 ``import spanchor_core.cli``, ``spanchor --version``, ``spanchor --help``,
 ``spanchor evaluate --help``, and ``spanchor evaluate`` of the quickstart example (copied once
 with ``spanchor example quickstart`` into ``--workdir``: a 3-document corpus, so nearly all of
-its time is start-up).
+its time is start-up), with its terminal table or quiet (``-q``, what CI runs).
+
+``--compile`` byte-compiles each code root first (``compileall``): with
+``PYTHONDONTWRITEBYTECODE`` set, a module whose ``.pyc`` is missing or stale is compiled from
+source in every process, which can cost more than the import being measured.
 
     python bench/bench_startup.py --code /work/main --code . --repeat 5
     python bench/bench_startup.py --cases version,help --repeat 9
+    python bench/bench_startup.py --code /tmp/main-copy --code . --cases evaluate-quiet --compile
 
 Not part of the test suite.
 """
@@ -42,6 +47,17 @@ CASES: dict[str, list[str]] = {
         "docs",
         "gold.jsonl",
         "runs/candidate.jsonl",
+        "-o",
+        "{out}",
+    ],
+    "evaluate-quiet": [
+        "-m",
+        "spanchor_core.cli",
+        "evaluate",
+        "docs",
+        "gold.jsonl",
+        "runs/candidate.jsonl",
+        "-q",
         "-o",
         "{out}",
     ],
@@ -94,8 +110,16 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/spanchor-startup"))
+    parser.add_argument("--compile", action="store_true", help="byte-compile each root first")
     options = parser.parse_args()
     roots = [root.resolve() for root in options.code or [Path(__file__).resolve().parents[1]]]
+    if options.compile:
+        for root in roots:
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(root / "spanchor_core")],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
     cases = options.cases.split(",")
     unknown = [case for case in cases if case not in CASES]
     if unknown:

@@ -227,11 +227,14 @@ def atomic_write(
 
 
 def open_for_reading(
-    path: Path, *, error: type[InputError] = InputError, what: str = "file"
+    path: Path, *, error: type[InputError] = InputError, what: str = "file", buffering: int = -1
 ) -> BinaryIO:
-    """``path`` opened for binary reading; an ``OSError`` becomes ``error`` naming the file."""
+    """``path`` opened for binary reading; an ``OSError`` becomes ``error`` naming the file.
+
+    ``buffering`` is :func:`open`'s: a reader of long lines asks for a buffer longer than them
+    (a line longer than the buffer is read piece by piece and joined)."""
     try:
-        handle = path.open("rb")
+        handle = path.open("rb", buffering=buffering)
     except FileNotFoundError:
         raise error(f"{what} does not exist", path=path, hint="check the path") from None
     except IsADirectoryError:

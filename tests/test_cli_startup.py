@@ -102,3 +102,45 @@ def test_the_light_defaults_are_the_librarys() -> None:
     assert defaults.DEFAULT_MIN_OVERLAP == DEFAULT_MIN_OVERLAP
     assert tuple(status.value for status in CandidateStatus) == defaults.CANDIDATE_STATUSES
     assert [c.value for c in defaults.GoldHashChoice] == [p.value for p in GoldHashPolicy]
+
+
+def test_a_quiet_evaluate_loads_nothing_of_the_comparison_side(tmp_path: Path) -> None:
+    # `spanchor evaluate -q` (what CI runs) scores and writes one evaluation: not the gate's
+    # comparison, noise bands, diagnosis, policy or settings, nor a renderer
+    out = tmp_path / "evaluation.json"
+    example = "examples/quickstart"
+    loaded = _loaded_after(
+        "from spanchor_core.cli import main; main(['evaluate', "
+        f"'{example}/docs', '{example}/gold.jsonl', '{example}/runs/candidate.jsonl', "
+        f"'-q', '-o', {str(out)!r}])"
+    )
+    assert "spanchor_core.pipeline.evaluation" in loaded  # the probe ran the command
+    assert out.is_file()
+    unused = {
+        "spanchor_core.compare",
+        "spanchor_core.diagnosis",
+        "spanchor_core.policy",
+        "spanchor_core.settings",
+        "spanchor_core.render",
+        "spanchor_core.pipeline.gate",
+        "spanchor_core.pipeline.noise",
+    }
+    assert unused.isdisjoint(loaded), unused & loaded
+
+
+def test_evaluate_prints_its_table_without_the_comparison_renderers(tmp_path: Path) -> None:
+    example = "examples/quickstart"
+    loaded = _loaded_after(
+        "from spanchor_core.cli import main; main(['evaluate', "
+        f"'{example}/docs', '{example}/gold.jsonl', '{example}/runs/candidate.jsonl'])"
+    )
+    assert "spanchor_core.render.terminal" in loaded  # the table was printed
+    unused = {
+        "spanchor_core.compare",
+        "spanchor_core.diagnosis",
+        "spanchor_core.policy",
+        "spanchor_core.render.html",
+        "spanchor_core.render.junit",
+        "spanchor_core.render.markdown",
+    }
+    assert unused.isdisjoint(loaded), unused & loaded

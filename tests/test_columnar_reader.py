@@ -313,3 +313,54 @@ def test_a_query_with_no_results_and_no_gold_is_matched_and_read_the_same(
     _same(read, _strict(path))
     assert read["q002"].results == ()
     assert read["q002"].status is QueryStatus.MISSING_IN_RUN
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"recall@1": ', '"recall\\u00401": '),  # an escape: the same name
+        ('"mrr": ', '"mr\\u0072": '),
+        ('"recall@5": ', '"recall@5":\t'),  # other JSON whitespace
+    ],
+)
+def test_metrics_the_pattern_passes_but_the_columns_do_not_are_read_the_same(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(1100), path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q600"' in line)
+    lines[at] = lines[at].replace(old, new, 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    # the pattern lets it through; the checks of the joined metrics send it the longer way
+    assert PLAIN_LINE.fullmatch(lines[at].strip().rstrip(",").encode()) is not None
+    read = file_read._read_fast(path)
+    assert read is not None
+    _same(read, _strict(path))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"recall@1": ', '"recall@1": ['),  # a list where a number belongs
+        ('"recall@5": ', '"recall@5": {"x": 1}, "y": '),  # a nested object
+        ('"mrr": ', '"mrr": "é", "z": '),  # non-ASCII, a string value
+        ('"mrr": ', '"mrr": 0.5, "mr\\u0072": '),  # a name repeated through an escape
+    ],
+)
+def test_bad_metrics_the_pattern_passes_are_left_to_the_strict_path(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(1100), path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if '"query_id": "q600"' in line)
+    lines[at] = lines[at].replace(old, new, 1)
+    if new.endswith("["):  # close the list after the value
+        head, _, rest = lines[at].partition(new)
+        value, comma, tail = rest.partition(",")
+        lines[at] = head + new + value + "]" + comma + tail
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert file_read._read_fast(path) is None
+    with pytest.raises(EvaluationFileError, match=r"e\.json"):
+        read_evaluation(path)

@@ -162,6 +162,8 @@ def test_write_comparison_bytes_are_those_of_the_model(tmp_path: Path) -> None:
         (_evaluation(), _evaluation(-0.2), policy),
         (_evaluation(-0.2), _evaluation(), policy),
         (_evaluation(), _evaluation(), policy_all),
+        (_evaluation(), _evaluation(-0.2), policy_all),  # one gated metric, regressions
+        (_evaluation(-0.2), _evaluation(), policy_all),
     ):
         comparison = compare(base, cand, chosen)
         path = tmp_path / "c.json"

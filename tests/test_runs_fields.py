@@ -125,3 +125,57 @@ def test_bytes_read_goes_to_the_file_size(tmp_path: Path) -> None:
     whole.write_text(_compact({"q1": [{"text": "b"}]}), "utf-8")
     opened = iter_run(whole)  # read whole when opened
     assert opened.bytes_read == opened.bytes_total == whole.stat().st_size
+
+
+def _result(**values: object) -> dict[str, object]:
+    """A result with all seven keys in written order, as our writers write it."""
+    base: dict[str, object] = {
+        "rank": 1,
+        "text": "t",
+        "score": 0.5,
+        "document_id": None,
+        "start": None,
+        "end": None,
+        "metadata": {},
+    }
+    base.update(values)
+    return base
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        [_result(rank=1), _result(rank=2, text=None, document_id="d", start=0, end=3)],
+        [_result(rank=2, text="b"), _result(rank=1, text="a"), _result(rank=1, text="a2")],
+        [_result(rank=1, score=1), _result(rank=2)],  # an int score: checked one by one
+        [_result(rank=1, score=2**70)],  # too big for a float: the model words it
+        [_result(rank=True)],  # a boolean is no rank
+        [_result(rank=1, metadata=None)],
+        [{"rank": 1, "text": "no metadata", "score": None, "document_id": None, "start": 0}],
+        [{**_result(), "extra": 1}],
+        [_result(start=1.5)],
+        [_result(text=3)],
+        [_result(document_id=7)],
+        [_result(score="0.5")],
+        [_result(end=-1, start=-5)],
+        [_result(metadata={"nested": {"a": [1, 2]}})],
+    ],
+)
+def test_fields_of_written_results_are_the_records_fields(
+    tmp_path: Path, results: list[dict[str, object]]
+) -> None:
+    """The column-at-a-time check of written results (``lines._plain_fields``) accepts and
+    orders exactly what the per-result check does, and steps aside for everything else."""
+    line = _compact({"query_id": "q", "query": "?", "results": results})
+    path = _write(tmp_path, line)
+    refused: RunError | None = None
+    try:
+        expected = [RecordFields.of(record) for record in read_run(path).records]
+    except RunError as err:
+        refused = err
+    if refused is None:
+        assert list(iter_run(path).fields()) == expected
+    else:
+        with pytest.raises(RunError) as got:
+            list(iter_run(path).fields())
+        assert str(got.value) == str(refused)

@@ -232,6 +232,23 @@ def compare(
     completeness, and for their unmapped rate when ``max_unmapped_rate`` is given
     (:mod:`spanchor_core.compare.trust`): an untrusted side makes the exit code 3.
     """
+    collecting = gc.isenabled()
+    gc.disable()  # one or more rows per query, none cyclic: no collection passes over them
+    try:
+        return _compare(baseline, candidate, policy, seed=seed, max_unmapped_rate=max_unmapped_rate)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compare(
+    baseline: MetricTable,
+    candidate: MetricTable,
+    policy: Policy | None,
+    *,
+    seed: int | None,
+    max_unmapped_rate: float | None,
+) -> Comparison:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise InputError(
             f"the bootstrap seed must be a whole number of at least 0, got {seed!r}",
@@ -333,23 +350,17 @@ def compare(
             regress[j] = -improvement > policy.max_drop[name] + noise
             improve[j] = improvement > 0.0
 
-    collecting = gc.isenabled()
-    gc.disable()  # one or more rows per query, none cyclic: no collection passes over them
-    try:
-        rows = _rows(
-            common,
-            metrics,
-            base_values,
-            cand_values,
-            query_deltas,
-            regress,
-            improve,
-            per_query,
-            set(policy.flaky_queries),
-        )
-    finally:
-        if collecting:
-            gc.enable()
+    rows = _rows(
+        common,
+        metrics,
+        base_values,
+        cand_values,
+        query_deltas,
+        regress,
+        improve,
+        per_query,
+        set(policy.flaky_queries),
+    )
 
     findings.extend(_regression_findings(rows))
 

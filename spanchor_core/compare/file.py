@@ -10,6 +10,7 @@ turns a :class:`~spanchor_core.compare.model.Comparison` into deterministic JSON
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -495,7 +496,17 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
     the file model; the queries, nearly all of a large file, are written by
     :func:`_query_text` in the same bytes ``json.dumps(indent=2)`` gives them.
     """
-    target = Path(path)
+    collecting = gc.isenabled()
+    gc.disable()  # the texts of every query and the head's model, none cyclic
+    try:
+        text = _comparison_text(comparison)
+    finally:
+        if collecting:
+            gc.enable()
+    atomic_write(Path(path), text, error=EvaluationFileError, what="the comparison")
+
+
+def _comparison_text(comparison: Comparison) -> str:
     data = _to_file(comparison, with_queries=False).model_dump(mode="json")
     head = json.dumps(
         data,
@@ -513,7 +524,7 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
         text = "".join(parts)
     else:
         text = head + "\n"
-    atomic_write(target, text, error=EvaluationFileError, what="the comparison")
+    return text
 
 
 def read_comparison(path: str | os.PathLike[str]) -> Comparison:

@@ -186,7 +186,11 @@ class QueryChange:
         regressed = self.regressed
         if not regressed:
             return 0.0
-        return max([abs(c.delta) for c in self.changes if c.metric in regressed], default=0.0)
+        changes = self.changes
+        if len(changes) == 1:  # one gated metric, the usual case: no list to build
+            (change,) = changes
+            return abs(change.delta) if change.metric in regressed else 0.0
+        return max([abs(c.delta) for c in changes if c.metric in regressed], default=0.0)
 
     def change(self, metric: str) -> MetricChange:
         for item in self.changes:

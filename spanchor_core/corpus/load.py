@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from spanchor_core.corpus.canonical import canonicalize
 from spanchor_core.corpus.model import Corpus, Document, document_id_for
 from spanchor_core.corpus.sources import is_corpus_file, load_corpus_file
 from spanchor_core.errors import CorpusError
@@ -24,19 +26,41 @@ from spanchor_core.errors import CorpusError
 __all__ = ["DEFAULT_GLOBS", "load_corpus"]
 
 DEFAULT_GLOBS: tuple[str, ...] = ("*.txt", "*.md")
+_READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_READ_BLOCK: Final = 1 << 20
 
 
 def _is_hidden(parts: tuple[str, ...]) -> bool:
     return any(part.startswith(".") for part in parts)
 
 
-def _read_text(path: Path, where: str | Path | None = None) -> str:
-    """The UTF-8 text of the file at ``where`` (``path``, named in errors, by default)."""
+def _read_bytes(path: Path, where: str | Path | None = None) -> bytes:
+    """The bytes of the file at ``where`` (``path``, named in errors, by default).
+
+    Through ``os.open``/``os.read`` rather than a buffered file object: for the many small
+    files of a large corpus that halves the cost of reading one (about 10 against 20 us here,
+    one ``fstat`` to size the first read). A file that grows meanwhile is read to its end.
+    """
     try:
-        with open(path if where is None else where, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path if where is None else where, _READ_FLAGS)
+        try:
+            data = os.read(fd, os.fstat(fd).st_size + 1)
+            if data:
+                more = os.read(fd, _READ_BLOCK)
+                if more:
+                    chunks = [data, more]
+                    while more:
+                        more = os.read(fd, _READ_BLOCK)
+                        chunks.append(more)
+                    data = b"".join(chunks)
+        finally:
+            os.close(fd)
     except OSError as err:
         raise CorpusError(f"cannot read document: {err.strerror or err}", path=path) from None
+    return data
+
+
+def _decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -45,6 +69,17 @@ def _read_text(path: Path, where: str | Path | None = None) -> str:
             path=path,
             hint="convert the file to UTF-8 (e.g. iconv -t UTF-8)",
         ) from None
+
+
+def _load_document(document_id: str, path: Path, where: str | Path) -> Document:
+    """:meth:`Document.from_text` of the file's text, hashing the bytes read when the text is
+    canonical already (the usual case): they are its UTF-8 encoding, so no second copy."""
+    data = _read_bytes(path, where)
+    text = _decode(data, path)
+    canonical = canonicalize(text)
+    if canonical is text:  # nothing to change: the digest of the bytes is the text's
+        return Document(document_id, text, hashlib.sha256(data).hexdigest(), path)
+    return Document.from_text(document_id, canonical, path)
 
 
 def _utf8_name(text: str) -> bool:
@@ -87,8 +122,13 @@ def _name_pattern(pattern: str) -> Callable[[str], object] | None:
     return re.compile(fnmatch.translate(pattern)).fullmatch
 
 
-_Entry = tuple[tuple[str, ...], str]
-"""The relative parts of one entry of the tree and its path."""
+_OTHER: Final = 0
+_REGULAR: Final = 1
+_LINK: Final = 2
+_Entry = tuple[tuple[str, ...], str, int]
+"""The relative parts of one entry of the tree, its path, and what it is (``_REGULAR``,
+``_LINK`` or ``_OTHER``, from the directory listing: no ``lstat`` per file where the file
+system gives the entry's type)."""
 
 
 def _scan_tree(root: Path) -> list[_Entry | None]:
@@ -113,15 +153,20 @@ def _scan_tree(root: Path) -> list[_Entry | None]:
             if name.startswith("."):
                 continue
             key = (*parts, name)
-            found.append((key, entry.path))
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                if entry.is_symlink():
+                    kind, is_dir = _LINK, False
+                elif entry.is_file(follow_symlinks=False):
+                    kind, is_dir = _REGULAR, False
+                else:
+                    kind, is_dir = _OTHER, entry.is_dir(follow_symlinks=False)
             except OSError as err:
                 if err.errno not in _IGNORED_ERRNOS:
                     raise CorpusError(
                         f"cannot list documents: {err.strerror or err}", path=root
                     ) from None
-                is_dir = False
+                kind, is_dir = _OTHER, False
+            found.append((key, entry.path, kind))
             if is_dir:
                 pending.append((key, entry.path))
     found[1:] = sorted(e for e in found[1:] if e is not None)
@@ -130,9 +175,10 @@ def _scan_tree(root: Path) -> list[_Entry | None]:
 
 def _candidates(
     root: Path, pattern: str, depth: int, one_part: bool, tree: list[_Entry | None]
-) -> Iterator[tuple[tuple[str, ...], Path | str]]:
-    """The relative parts and path of every file ``pattern`` names, in sorted order;
-    ``tree`` keeps the one walk of the tree the one-part patterns share."""
+) -> Iterator[tuple[tuple[str, ...], Path | str, int | None]]:
+    """The relative parts, path and kind (None: not known yet) of every file ``pattern``
+    names, in sorted order; ``tree`` keeps the one walk of the tree the one-part patterns
+    share."""
     match = _name_pattern(pattern) if one_part else None
     if match is not None:
         if not tree:
@@ -142,7 +188,7 @@ def _candidates(
                 yield entry
         return
     for path in sorted(_glob(root, pattern), key=_sort_key):
-        yield path.parts[depth:], path
+        yield path.parts[depth:], path, None
 
 
 def _document_id(key: tuple[str, ...]) -> str:
@@ -170,10 +216,17 @@ def _iter_files(root: Path, globs: Sequence[str]) -> Iterator[tuple[Path, str, s
         # rglob never descends into a linked directory, so with a one-part pattern only the
         # file itself can be a link: every other file resolves inside the root (one lstat)
         one_part = len(parts) == 1
-        for key, where in _candidates(root, pattern, depth, one_part, tree):
+        for key, where, kind in _candidates(root, pattern, depth, one_part, tree):
             if key in seen or _is_hidden(key):
                 continue
-            is_file, is_link = _file_kind(where, one_part)
+            if kind == _REGULAR:
+                is_file, is_link = True, False
+            elif kind == _OTHER:
+                continue
+            elif kind == _LINK:
+                is_file, is_link = Path(where).is_file(), True
+            else:
+                is_file, is_link = _file_kind(where, one_part)
             path = where if isinstance(where, Path) else Path(where)
             if not is_file:
                 continue
@@ -243,7 +296,7 @@ def load_corpus(root: str | os.PathLike[str], globs: Sequence[str] = DEFAULT_GLO
                 path=path,
                 hint="rename one of them or narrow --glob",
             )
-        documents[document_id] = Document.from_text(document_id, _read_text(path, where), path)
+        documents[document_id] = _load_document(document_id, path, where)
         sources[document_id] = path
     if not documents:
         raise CorpusError(

@@ -358,9 +358,12 @@ def regression_causes(
     spans = gold
     if spans is None:
         spans = candidate.gold if candidate is not None and candidate.gold else baseline.gold
+    lost_pieces = lost_evidence(baseline, candidate, k, gold=spans)
+    if not lost_pieces:
+        return ()
     pieces = gold_pieces(spans)
     causes: list[Cause] = []
-    for lost in lost_evidence(baseline, candidate, k, gold=spans):
+    for lost in lost_pieces:
         evidence = next(
             p
             for p in pieces

@@ -20,18 +20,24 @@ from spanchor_core.spans import (
 __all__ = ["gold_pieces", "lost_evidence", "top_k_spans"]
 
 
+def _ranked_spans(query: QueryEvaluation | None, k: int | None) -> list[DocSpan]:
+    """The spans of the mapped results at ranks ``1..k`` (``None``: the whole list), in rank
+    order; none for a missing query or a failed record."""
+    if query is None or query.status is not QueryStatus.SCORED:
+        return []
+    return [
+        span
+        for result in query.results
+        if (k is None or result.rank <= k) and (span := result.span) is not None
+    ]
+
+
 def top_k_spans(query: QueryEvaluation | None, k: int | None) -> Mapping[str, list[Span]]:
     """Per-document union of the mapped results at ranks ``1..k`` (``None``: the whole list).
 
     A query that is missing, or whose record failed, retrieved nothing.
     """
-    if query is None or query.status is not QueryStatus.SCORED:
-        return {}
-    return group_by_document(
-        span
-        for result in query.results
-        if (k is None or result.rank <= k) and (span := result.span) is not None
-    )
+    return group_by_document(_ranked_spans(query, k))
 
 
 def gold_pieces(gold: Sequence[DocSpan]) -> list[DocSpan]:
@@ -62,8 +68,15 @@ def lost_evidence(
     """
     if gold is None:
         gold = candidate.gold if candidate is not None and candidate.gold else baseline.gold
-    before = top_k_spans(baseline, k)
-    after = top_k_spans(candidate, k)
+    documents = {span.document_id for span in gold}
+    kept = [span for span in _ranked_spans(baseline, k) if span.document_id in documents]
+    if not kept:
+        return []  # the baseline covered no gold document: nothing to lose
+    ranked = _ranked_spans(candidate, k)
+    if set(ranked).issuperset(kept):
+        return []  # the candidate kept every baseline span that could cover gold
+    before = group_by_document(kept)
+    after = group_by_document(ranked)
     lost: list[DocSpan] = []
     for document_id, spans in sorted(group_by_document(gold).items()):
         covered = intersect_spans(spans, before.get(document_id, []))

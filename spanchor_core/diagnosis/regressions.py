@@ -8,6 +8,8 @@ and asks :func:`~spanchor_core.diagnosis.causes.regression_causes` for its cause
 from __future__ import annotations
 
 import dataclasses
+import gc
+from collections.abc import Sequence
 
 from spanchor_core.compare import Comparison, QueryChange
 from spanchor_core.diagnosis.causes import regression_causes, summarise
@@ -32,7 +34,10 @@ def diagnosis_cutoffs(row: QueryChange, evaluation: Evaluation) -> tuple[int, ..
     The K of each regressed metric; a whole-list metric (``mrr``, ``iou``) stands for the
     evaluation's deepest K, the depth the user asked to be scored.
     """
-    deepest = max(evaluation.settings.k)
+    return _cutoffs(row, max(evaluation.settings.k))
+
+
+def _cutoffs(row: QueryChange, deepest: int) -> tuple[int, ...]:
     cutoffs = {metric_parts(name)[1] or deepest for name in row.regressed}
     return tuple(sorted(cutoffs or {deepest}, reverse=True))
 
@@ -56,6 +61,22 @@ def diagnose_regressions(
     too, the diagnosis also splits every ``recall@K`` both sides score into its chunking and
     ranking parts (:func:`~spanchor_core.diagnosis.oracle.chunking_split`).
     """
+    collecting = gc.isenabled()
+    gc.disable()  # a few objects per regressed query, none cyclic: no collection passes
+    try:
+        return _diagnose(comparison, baseline, candidate, candidate_chunks, baseline_chunks)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _diagnose(
+    comparison: Comparison,
+    baseline: Evaluation,
+    candidate: Evaluation,
+    candidate_chunks: ChunkInventory | None,
+    baseline_chunks: ChunkInventory | None,
+) -> RegressionDiagnosis:
     rows = comparison.regressions()
     splits = _splits(baseline, candidate, baseline_chunks, candidate_chunks)
     for side, evaluation in (("baseline", baseline), ("candidate", candidate)):
@@ -66,14 +87,31 @@ def diagnose_regressions(
             )
             summary = summarise({row.query_id: () for row in rows})
             return RegressionDiagnosis({}, summary, note, splits)
+    out = _diagnosed(rows, baseline, candidate, candidate_chunks)
+    summary = summarise({qid: row.causes for qid, row in out.items()})
+    return RegressionDiagnosis(out, summary, None, splits)
+
+
+def _diagnosed(
+    rows: Sequence[QueryChange],
+    baseline: Evaluation,
+    candidate: Evaluation,
+    candidate_chunks: ChunkInventory | None,
+) -> dict[str, QueryDiagnosis]:
+    """Each regressed query judged at the deepest of its cutoffs at which it lost gold
+    characters (see :func:`diagnose_regressions`)."""
     out: dict[str, QueryDiagnosis] = {}
+    if not rows:
+        return out
+    deepest = max(candidate.settings.k)
+    before_of, after_of = baseline.queries.get, candidate.queries.get
     for row in rows:
         qid = row.query_id
-        before = baseline.queries.get(qid)
+        before = before_of(qid)
         if before is None:  # compared tables that are not these evaluations
             continue
-        after = candidate.queries.get(qid)
-        cutoffs = diagnosis_cutoffs(row, candidate)
+        after = after_of(qid)
+        cutoffs = _cutoffs(row, deepest)
         chosen = QueryDiagnosis(qid, cutoffs[0], ())
         for k in cutoffs:
             causes = regression_causes(before, after, k, candidate_chunks=candidate_chunks)
@@ -81,8 +119,7 @@ def diagnose_regressions(
                 chosen = QueryDiagnosis(qid, k, causes)
                 break
         out[qid] = chosen
-    summary = summarise({qid: row.causes for qid, row in out.items()})
-    return RegressionDiagnosis(out, summary, None, splits)
+    return out
 
 
 def _splits(

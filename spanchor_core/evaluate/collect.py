@@ -12,6 +12,7 @@ import hashlib
 from array import array
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 from spanchor_core.corpus import Corpus
@@ -198,14 +199,14 @@ class Collector:
             # prefer (the query's gold spans) settles text found equally well in several
             # places in favour of the copy the gold names: the retriever returned the evidence
             # text and cannot know which copy the annotator anchored (resolved_by="gold")
-            # positional: keyword arguments cost a third more, per result
-            self._requests.extend(
-                [
-                    LocateRequest(text, doc, start, end, prefer)
-                    for text, doc, start, end in record.results
-                ]
-            )
-            count = len(record.results)
+            results = record.results
+            count = len(results)
+            if count:
+                # positional, in one C loop over the result columns: keyword arguments cost a
+                # third more per result, a comprehension's unpacking another third
+                self._requests.extend(
+                    map(LocateRequest, *zip(*results, strict=True), repeat(prefer, count))
+                )
         else:  # scored as an empty retrieval: nothing to map
             count = 0
         stub = _Stub(

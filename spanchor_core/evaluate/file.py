@@ -33,14 +33,17 @@ from spanchor_core.evaluate.file_read import (
     _read_fast,
 )
 from spanchor_core.evaluate.file_text import BATCH, queries_text
+from spanchor_core.evaluate.file_text_columns import scored_queries_text
 from spanchor_core.evaluate.legacy import evaluation_from_0x, is_0x_evaluation
 from spanchor_core.evaluate.model import (
     EVALUATION_KIND,
     EVALUATION_SCHEMA_VERSION,
     Evaluation,
     MappingStats,
+    QueryTable,
     TraceSummary,
 )
+from spanchor_core.evaluate.scored_columns import ScoredQueries
 
 __all__ = [
     "REDACTED",
@@ -66,6 +69,15 @@ def redact_evaluation(evaluation: Evaluation) -> Evaluation:
 
     The evaluation file holds no question or evidence text otherwise (results are spans).
     """
+    unresolved = tuple(REDACTED for _ in evaluation.unresolved)
+    scored = _scored_columns(evaluation)
+    if scored is not None:  # by column: no query built, the columns shared
+        traces = {row: tuple(map(_redact_trace, t)) for row, t in scored.traces.items()}
+        redacted = scored.with_texts(dict.fromkeys(scored.errors, REDACTED), traces)
+        table = QueryTable(
+            redacted.ids, redacted.metric_names, redacted.matrix, redacted, redacted.repeated()
+        )
+        return replace(evaluation, queries=table, unresolved=unresolved)
     queries = {}
     for query_id, query in evaluation.queries.items():
         if query.error is not None or any(t.error is not None for t in query.traces):
@@ -75,11 +87,17 @@ def redact_evaluation(evaluation: Evaluation) -> Evaluation:
                 traces=tuple(_redact_trace(t) for t in query.traces),
             )
         queries[query_id] = query
-    return replace(
-        evaluation,
-        queries=queries,
-        unresolved=tuple(REDACTED for _ in evaluation.unresolved),
-    )
+    return replace(evaluation, queries=queries, unresolved=unresolved)
+
+
+def _scored_columns(evaluation: Evaluation) -> ScoredQueries | None:
+    """The columns of a scored evaluation's queries, when it holds them (and nothing else)."""
+    queries = evaluation.queries
+    if isinstance(queries, QueryTable):
+        builder = queries.builder
+        if isinstance(builder, ScoredQueries) and list(queries) == builder.ids:
+            return builder
+    return None
 
 
 def _mapping_model(stats: MappingStats) -> MappingModel:
@@ -154,6 +172,18 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     head_text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
     if not evaluation.queries:
         yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'
+        return
+    scored = _scored_columns(evaluation)
+    if scored is not None:  # written from the columns, no query built
+        count = len(scored.ids)
+        yield (
+            head_text[: -len("\n}")]
+            + ',\n  "queries": [\n    '
+            + scored_queries_text(scored, 0, 1, "")
+        )
+        for start in range(1, count, BATCH):
+            yield scored_queries_text(scored, start, min(start + BATCH, count), ",\n    ")
+        yield "\n  ]\n}\n"
         return
     # a batch of queries at a time: an evaluation held by column builds each query when asked
     queries = iter(evaluation.queries.values())

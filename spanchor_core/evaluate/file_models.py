@@ -19,7 +19,9 @@ _CURRENT_FORMAT = f"{EVALUATION_KIND}/{EVALUATION_SCHEMA_VERSION}"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built when first used: the writer validates only the head, the readers only a file
+    # their fast path leaves to them (most of these models are never built in a process)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SpanModel(_Model):

@@ -6,6 +6,7 @@ strict path."""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Mapping
 from itertools import repeat
@@ -356,11 +357,18 @@ def _read_fast(path: Path) -> Evaluation | None:
 
     Our own files are read a line at a time (:func:`_read_lines`), anything else whole
     (:func:`_read_whole`); whatever either finds unusual is left to the strict path, which
-    words the error.
+    words the error. The collector is off meanwhile: the parsed lines are freed as they are
+    stored and hold no cycles, so its passes over them (and over everything already alive)
+    would find nothing.
     """
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _read_lines(path)
     except _Layout:
         return _read_whole(path)
     except (OSError, ValueError):
         return None
+    finally:
+        if collecting:
+            gc.enable()

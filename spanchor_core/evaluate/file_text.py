@@ -26,7 +26,7 @@ from spanchor_core.evaluate.model import (
     QueryStatus,
 )
 
-__all__ = ["BATCH", "queries_text", "query_json"]
+__all__ = ["BATCH", "metric_rows_texts", "queries_text", "query_json"]
 
 
 def _mapping_json(stats: MappingStats) -> dict[str, Any]:
@@ -321,16 +321,27 @@ def _metrics_texts(queries: Sequence[QueryEvaluation]) -> list[str | None]:
     if not queries:
         return []
     names = tuple(queries[0].metrics)
+    same = [type(q.metrics) is dict and tuple(q.metrics) == names for q in queries]
+    rows = [tuple(q.metrics.values()) for q, alike in zip(queries, same, strict=True) if alike]
+    return metric_rows_texts(names, rows, same)
+
+
+def metric_rows_texts(
+    names: tuple[str, ...], rows: Sequence[Sequence[float]], same: Sequence[bool]
+) -> list[str | None]:
+    """:func:`_metrics_texts` of queries given by their values: ``rows`` holds the values
+    (in ``names`` order) of each query whose ``same`` is true; ``None`` for the others, and
+    for every query when a value is not a float."""
     try:
         keys = [_key(name) + ": " for name in names]
     except _Unusual:
-        return [None] * len(queries)
-    same = [type(q.metrics) is dict and tuple(q.metrics) == names for q in queries]
-    rows = [tuple(q.metrics.values()) for q, alike in zip(queries, same, strict=True) if alike]
+        return [None] * len(same)
     if not rows or not set(map(type, itertools.chain.from_iterable(rows))) <= {float}:
-        return [None] * len(queries)
+        return [None] * len(same)
     # rows of floats: "[[0.0,1.0],[0.5,0.25]]", no string in it to hold a "],["
-    pieces = iter(orjson.dumps(rows).decode()[2:-2].split("],["))
+    text = orjson.dumps(rows).decode()
+    suspect = any(mark in text for mark in _ORJSON_DIFFERS)  # rarely: then row by row
+    pieces = iter(text[2:-2].split("],["))
     join, add = ", ".join, operator.add
     texts: list[str | None] = []
     for alike in same:
@@ -338,7 +349,7 @@ def _metrics_texts(queries: Sequence[QueryEvaluation]) -> list[str | None]:
             texts.append(None)
             continue
         piece = next(pieces)
-        if any(mark in piece for mark in _ORJSON_DIFFERS):
+        if suspect and any(mark in piece for mark in _ORJSON_DIFFERS):
             texts.append(None)
         else:
             texts.append(join(map(add, keys, piece.split(","))))

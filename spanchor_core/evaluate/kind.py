@@ -2,22 +2,27 @@
 by its parsed ``kind``, never by text found somewhere in its bytes.
 
 Read from the first line whenever it is a JSON value of its own (every JSONL file: runs, 0.x
-results lines), so that a large run is not read twice; only a multi-line document is parsed
+results lines), so that a large run is not read twice; a 0.x results object (one line of
+hundreds of megabytes, or indented) from its first member; only another document is parsed
 whole. The readers of each kind report what is wrong with a broken file.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 import orjson
 
 from spanchor_core._kind import leading_kind
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.model import EVALUATION_KIND
+from spanchor_core.runs import RetrievalRecord, Run
+from spanchor_core.runs.legacy import iter_0x_object
 
 __all__ = ["holds_evaluation"]
 
@@ -83,24 +88,66 @@ def _told_by_orjson(raw: bytes) -> bool | None:
     return None
 
 
+_LONG: Final = 1 << 20
+"""A first line longer than this (a one-line 0.x results object) is not parsed whole first."""
+
+
+class _NotResults(Exception):
+    """The run reader's member parser left the file to its whole-document reader."""
+
+
+def _whole() -> Run:
+    raise _NotResults
+
+
+def _starts_as_0x_results(file: Path) -> bool:
+    """Whether the file's first member, parsed by the run reader's member parser (from its
+    first megabytes, nothing after that member), is ``query_id: [results]`` whose results each
+    carry a text or a document id: how every 0.x results object starts, and no evaluation
+    (ours puts ``kind`` first; 0.x's fields have fixed names, and a ``queries`` list of
+    ``{query_id, anchors}`` entries has neither)."""
+    # a generator (its file is closed with it, not left to the collector)
+    records = cast(Generator[RetrievalRecord, None, None], iter_0x_object(file, _whole))
+    try:
+        first = next(records, None)
+    except (_NotResults, InputError):
+        return False
+    finally:
+        records.close()
+    return (
+        first is not None
+        and bool(first.results)
+        and all(r.text is not None or r.document_id is not None for r in first.results)
+    )
+
+
 def holds_evaluation(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` holds an evaluation (ours or 0.x); anything else is for the run reader.
 
     Decided by the parsed ``kind``, never by extension or by text found somewhere in the file,
     and from the first line whenever it is a JSON value of its own (every JSONL file: our runs,
-    0.x results lines), so that a large run is not read twice. Only a multi-line document (an
-    evaluation, a 0.x results object or list) is parsed whole. An object whose ``kind`` is
-    ``spanchor.evaluation``, or that has 0.x's ``per_query_metrics``, is an evaluation (even
-    when broken: then the evaluation reader says what is wrong); anything else is a run.
+    0.x results lines), so that a large run is not read twice. A multi-line document, or a
+    first line of more than a megabyte, whose first member parses as a 0.x query's results
+    (``{query_id: [results], ...}``, by the run reader's own member parser: see
+    :func:`_starts_as_0x_results`) is a run, and the run reader says what else may be wrong
+    with it. Anything else is parsed whole.
+    An object whose ``kind`` is ``spanchor.evaluation``, or that has 0.x's
+    ``per_query_metrics``, is an evaluation (even when broken: then the evaluation reader says
+    what is wrong); anything else is a run.
     """
     file = Path(path)
     try:
         with file.open("rb") as handle:
             first = b""
-            for raw in handle:
+            for raw in iter(functools.partial(handle.readline, _LONG), b""):
                 if raw.strip():
                     first = raw
                     break
+            long = len(first) == _LONG and not first.endswith(b"\n")
+            if long and _starts_as_0x_results(file):
+                return False  # a one-line 0.x results object: not parsed here at all
+            if long:
+                first += handle.readline()
     except FileNotFoundError:
         raise InputError("file does not exist", path=file) from None
     except OSError as err:
@@ -118,6 +165,8 @@ def holds_evaluation(path: str | os.PathLike[str]) -> bool:
         # The top object's first key says it (our writer puts ``kind`` first): no need to
         # parse a file of hundreds of megabytes whole just to read one string.
         return True
+    if _starts_as_0x_results(file):
+        return False  # an indented 0.x results object: its first member says it
     try:
         raw = file.read_bytes()
     except OSError as err:

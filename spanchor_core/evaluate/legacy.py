@@ -48,14 +48,14 @@ _OLD_STATUSES = {
 
 
 class _OldAnchor(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built for 0.x files only
     document_id: str
     start: int
     end: int
 
 
 class _OldQuery(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built for 0.x files only
     query_id: str
     anchors: list[_OldAnchor] = []
 
@@ -63,7 +63,7 @@ class _OldQuery(BaseModel):
 class _OldEvaluation(BaseModel):
     """spanchor 0.x evaluation (``Run``) file, schema 0.1.0 / 0.2.0, and its JSON report."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built for 0.x files only
     schema_version: str
     timestamp: str | None = None
     queries: list[_OldQuery] = []

@@ -265,6 +265,11 @@ class QueryTable(Mapping[str, QueryEvaluation]):
     def repeated(self) -> tuple[str, ...]:
         return self._repeated
 
+    @property
+    def builder(self) -> Callable[[int], QueryEvaluation]:
+        """The ``build`` given (a writer that knows it writes from its columns instead)."""
+        return self._build
+
     def row(self, row: int) -> MetricRow:
         """The metric values of the query at ``row`` (for ``build``)."""
         return MetricRow(self._names, self._index, self._values[row])

@@ -30,10 +30,11 @@ from spanchor_core.evaluate.model import (
 from spanchor_core.locate import Location
 from spanchor_core.spans import DocSpan
 
-__all__ = ["ResultColumns", "ScoredQueries"]
+__all__ = ["NONE_OFFSET", "ResultColumns", "ScoredQueries"]
 
-_NONE: Final = -(2**63)
+NONE_OFFSET: Final = -(2**63)
 """Where an offset is ``None`` (no offset is negative)."""
+_NONE: Final = NONE_OFFSET
 
 
 class ResultColumns:
@@ -230,6 +231,14 @@ class ScoredQueries:
             self.errors[row] = error
         if traces:
             self.traces[row] = traces
+
+    def with_texts(
+        self, errors: dict[int, str], traces: dict[int, tuple[TraceSummary, ...]]
+    ) -> ScoredQueries:
+        """These queries with other ``errors`` and ``traces`` (by row), the columns shared."""
+        copy = ScoredQueries.__new__(ScoredQueries)
+        copy.__setstate__({**self.__getstate__(), "errors": errors, "traces": traces})
+        return copy
 
     def repeated(self) -> tuple[str, ...]:
         """Ids of the queries asked in more than one trace, in order."""

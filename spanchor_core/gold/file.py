@@ -80,7 +80,8 @@ class GoldHeader(BaseModel):
 class GoldAnchorLine(BaseModel):
     """An anchor as written in a gold line."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # built when first validated: lines are checked without it unless unusual
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     document_id: str
     start: int
@@ -91,7 +92,8 @@ class GoldAnchorLine(BaseModel):
 class GoldQueryLine(BaseModel):
     """One query line of a gold set file (every line after the header)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # built when first validated: lines are checked without it unless unusual
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     query_id: str
     question: str

@@ -24,7 +24,7 @@ LEGACY_SCHEMA_VERSIONS: Final = frozenset({"0.1.0"})
 
 class _LegacyAnchorLine(BaseModel):
     # spanchor 0.x anchor: read as 0.x wrote it, unknown keys ignored as 0.x ignored them
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, defer_build=True)
 
     document_id: str
     start: int
@@ -35,7 +35,7 @@ class _LegacyAnchorLine(BaseModel):
 
 class _LegacyQueryLine(BaseModel):
     # spanchor 0.x gold line; extra keys are kept (into metadata) rather than dropped
-    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True, defer_build=True)
 
     schema_version: str
     query_id: str

@@ -83,19 +83,10 @@ def _anchor_problems(anchor: Anchor, corpus: Corpus) -> Iterator[tuple[str, str]
         yield "unknown_document", f"{where}: the corpus has no document {anchor.document_id!r}"
         return
     text = corpus.text(anchor.document_id)
-    # spanchor 0.x kept a leading byte-order mark as a character; our corpus drops it, so
-    # 0.x anchors into such files sit one character late: say so when that explains it
-    bom_note = ""
-    earlier = text[anchor.start - 1 : anchor.end - 1] if anchor.start > 0 else None
-    if earlier is not None and anchor.end <= len(text) + 1 and sha256_text(earlier) == anchor.hash:
-        bom_note = (
-            "; the text one character earlier matches: if spanchor 0.x made this anchor "
-            "on a file starting with a byte-order mark, subtract 1 from start and end"
-        )
     if anchor.end > len(text):
         yield (
             "out_of_bounds",
-            f"{where}: the document is only {len(text)} characters long{bom_note}",
+            f"{where}: the document is only {len(text)} characters long{_bom_note(anchor, text)}",
         )
         return
     actual = text[anchor.start : anchor.end]
@@ -104,8 +95,24 @@ def _anchor_problems(anchor: Anchor, corpus: Corpus) -> Iterator[tuple[str, str]
         yield (
             "hash_mismatch",
             f"{where}: text changed: expected hash {anchor.hash[:12]}, the text there now is "
-            f"{preview(actual)} (hash {actual_hash[:12]}){bom_note}",
+            f"{preview(actual)} (hash {actual_hash[:12]}){_bom_note(anchor, text)}",
         )
+
+
+def _bom_note(anchor: Anchor, text: str) -> str:
+    """What to add to a problem's message when the text one character earlier matches.
+
+    spanchor 0.x kept a leading byte-order mark as a character; our corpus drops it, so 0.x
+    anchors into such files sit one character late: say so when that explains it. Only for
+    an anchor with a problem (hashing the earlier text of every anchor doubled the check).
+    """
+    earlier = text[anchor.start - 1 : anchor.end - 1] if anchor.start > 0 else None
+    if earlier is not None and anchor.end <= len(text) + 1 and sha256_text(earlier) == anchor.hash:
+        return (
+            "; the text one character earlier matches: if spanchor 0.x made this anchor "
+            "on a file starting with a byte-order mark, subtract 1 from start and end"
+        )
+    return ""
 
 
 def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:

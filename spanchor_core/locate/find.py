@@ -5,11 +5,15 @@ how they confirm a candidate. A text is looked up in this order:
 
 * long enough for a full minimizer window: the stage's own lookup (``lookup``);
 * every minimizer of its start too frequent for that lookup (boilerplate, copies): the same
-  index through its rarest minimizer, however frequent, as long as the batch's candidates
-  stay under a budget of a fraction of the corpus size — enumerating occurrences costs what
-  they are, a scan costs the whole corpus per batch;
+  index through the rarest minimizer of the whole text, however frequent, as long as the
+  batch's candidates stay under a budget of a fraction of the corpus size — enumerating
+  occurrences costs what they are, a scan costs the whole corpus per batch; in the canonical
+  text the candidates are confirmed against the copies of that minimizer
+  (:mod:`~spanchor_core.locate.copies`), not one by one;
 * shorter than a minimizer window: the scanner's sampled k-gram index
-  (:mod:`~spanchor_core.locate.sampled`), once a run has needed a full scan before;
+  (:mod:`~spanchor_core.locate.sampled`), once a run has needed a full scan before; its
+  candidates, and those of frequent normalised texts, pass a numpy probe of the corpus's low
+  bytes (:mod:`~spanchor_core.locate.probe`) before each is confirmed in Python;
 * everything else: a scan of the whole corpus (:class:`~spanchor_core.locate.scan.CorpusScanner`).
 
 Each way finds every occurrence, and each candidate is confirmed against the text, so which
@@ -18,7 +22,9 @@ one answers never changes the result.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Final
 
 import numpy as np
@@ -58,8 +64,11 @@ def find_occurrences(
     if frequent:
         texts = [needles[i] for i in frequent]
         sink = _confirmer(ctx, frequent, texts, found, normalised=normalised)
-        answered = _frequent_candidates(ctx, texts, sink, normalised=normalised)
-        scan += _unanswered(frequent, answered, found)
+        settled = _frequent_candidates(ctx, texts, sink, normalised=normalised)
+        for number, occ in settled.items():
+            if occ is not None:
+                found[frequent[number]] = occ
+        scan += _unanswered(frequent, settled, found)
     if short:
         sampled = ctx.scanner.sampled_index(normalised=normalised, wanted=len(short))
         usable = [i for i in short if sampled is not None and len(needles[i]) >= sampled.shortest]
@@ -69,7 +78,8 @@ def find_occurrences(
             starts, lengths = _coordinates(ctx, normalised=normalised)
             budget = max(1, ctx.documents.total // _BUDGET_SHARE)
             sink = _confirmer(ctx, usable, texts, found, normalised=normalised)
-            answered = sampled.candidates(texts, starts, lengths, budget, sink)
+            probes = functools.partial(ctx.scanner.probe, normalised=normalised)
+            answered = sampled.candidates(texts, starts, lengths, budget, sink, probes)
             scan += _unanswered(usable, answered, found)
         # a few normalised texts too short for the sampled index: str.find in the normalised
         # stream, not a rolling-hash pass over the corpus
@@ -106,18 +116,22 @@ def _stream_candidates(ctx: SearchContext, norms: list[str], sink: Sink) -> None
 
 def _frequent_candidates(
     ctx: SearchContext, texts: list[str], sink: Sink, *, normalised: bool
-) -> list[int]:
-    """Hand ``sink`` the candidates of each text through the rarest minimizer of its start,
-    however frequent; return the numbers of the texts answered (not those past the budget,
-    most frequent last)."""
+) -> dict[int, list[Occurrence] | None]:
+    """Find each text through its rarest minimizer, however frequent; return the
+    texts answered (not those past the budget, most frequent last), by number: with their
+    occurrences in the canonical text (through :class:`~.copies.CopyMap`), ``None`` in the
+    normalised stream (their candidates handed to ``sink``)."""
     index = ctx.normalised_view().index if normalised else ctx.exact_index()
     starts, lengths = _coordinates(ctx, normalised=normalised)
-    prefix = ctx.settings.anchor_prefix
+    exact = not normalised
     n = len(texts)
     best_first = np.zeros(n, dtype=np.int64)
     best_count = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     best_off = np.zeros(n, dtype=np.int64)
-    for lo_row, rows, offs, keys in ctx.search.batched_minimizers(texts, prefix):
+    # the minimizers of every full window of the whole text, not only of its start: a text
+    # that runs on past boilerplate, or holds a word a near-copy changed, is rare there (any
+    # full window's minimizer finds every occurrence)
+    for lo_row, rows, offs, keys in ctx.search.batched_minimizers(texts):
         first, count = index.lookup(keys)
         # the rarest minimizer of each text (ties: leftmost)
         order = np.lexsort((offs, count, rows))
@@ -129,9 +143,28 @@ def _frequent_candidates(
     order = np.argsort(best_count, kind="stable")
     affordable = order[np.cumsum(np.minimum(best_count[order], budget + 1)) <= budget]
     if not len(affordable):
-        return []
+        return {}
     affordable.sort()
+    if exact:  # the texts of one minimizer at a time, against its copies
+        copies = ctx.scanner.copies(index)
+        answered: dict[int, list[Occurrence] | None] = {}
+        # by minimizer (its first entry), then text number
+        group = np.lexsort((affordable, best_first[affordable]))
+        numbers = affordable[group]
+        firsts = best_first[numbers]
+        heads = np.flatnonzero(np.diff(firsts, prepend=-1)).tolist()
+        for a, b in zip(heads, [*heads[1:], len(numbers)], strict=True):
+            these = numbers[a:b].tolist()
+            found = copies.occurrences(
+                int(firsts[a]),
+                int(best_count[these[0]]),
+                [texts[i] for i in these],
+                best_off[these].tolist(),
+            )
+            answered.update(zip(these, found, strict=True))
+        return answered
     need = np.array([len(t) for t in texts], dtype=np.int64)
+    probe = ctx.scanner.probe(texts, int(best_count[affordable].sum()), normalised=normalised)
     place(
         index,
         affordable,
@@ -142,9 +175,9 @@ def _frequent_candidates(
         starts,
         lengths,
         sink,
+        probe,
     )
-    answered: list[int] = affordable.tolist()
-    return answered
+    return dict.fromkeys(affordable.tolist())
 
 
 def _confirmer(
@@ -163,10 +196,10 @@ def _confirmer(
         def exact(number: int, docs: list[int], starts: list[int]) -> None:
             text = texts[number]
             size = len(text)
+            # one C-level pass of str.startswith over the candidates, no Python frame each
+            same = map(str.startswith, map(sources.__getitem__, docs), repeat(text), starts)
             found[slots[number]] = [
-                (d, s, s + size)
-                for d, s in zip(docs, starts, strict=True)
-                if sources[d].startswith(text, s)
+                (d, s, s + size) for d, s, ok in zip(docs, starts, same, strict=True) if ok
             ]
 
         return exact

@@ -160,7 +160,8 @@ class IndexBuilder:
         again = start + len(data) - self.overlap  # where the next block's hashing starts
         kept = tail[tail >= again]
         ahead = pos[int(np.searchsorted(pos, again)) :]
-        self._tail = np.union1d(kept, ahead) if len(kept) else ahead
+        # np.union1d's result, without the numpy.ma import it brings along (25 ms)
+        self._tail = np.unique(np.concatenate((kept, ahead))) if len(kept) else ahead
         if len(picked):
             keys = (h[picked] >> self._shift) << self._shift
             self._packed.append(keys | pos.astype(np.uint64))

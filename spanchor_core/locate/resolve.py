@@ -8,7 +8,12 @@ lowest ``(document, start)``) and says whether the location claimed was rejected
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Final
+
+import numpy as np
 
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
@@ -16,6 +21,10 @@ from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.spans import DocSpan
 
 __all__ = ["Pending", "choose", "unmapped"]
+
+_DOCUMENT: Final = itemgetter(0)
+_FEW: Final = 16  # more occurrences than this: the nearest to a hint found in numpy
+_FAR: Final = 1 << 62  # a hint this far out (any integer is allowed) stays in Python ints
 
 
 @dataclass(slots=True)
@@ -38,24 +47,47 @@ def _overlap(occ: Occurrence, prefer: tuple[Occurrence, ...]) -> int:
     return sum(max(0, min(end, e) - max(start, s)) for d, s, e in prefer if d == doc)
 
 
+def _in_document(found: list[Occurrence], doc: int) -> tuple[int, int]:
+    """Where the occurrences in document ``doc`` are in ``found`` (sorted): ``found[lo:hi]``."""
+    lo = bisect.bisect_left(found, doc, key=_DOCUMENT)
+    return lo, bisect.bisect_left(found, doc + 1, lo, key=_DOCUMENT)
+
+
+def _nearest(scope: list[Occurrence], hint: int) -> tuple[Occurrence, Occurrence]:
+    """The two occurrences nearest to ``hint`` (by start; then lowest document and start),
+    as the first two of ``sorted(scope)`` by that key."""
+    if len(scope) <= _FEW or not -_FAR < hint < _FAR:
+        ranked = sorted(scope, key=lambda f: (abs(f[1] - hint), f[0], f[1]))
+        return ranked[0], ranked[1]
+    # in numpy for the many copies of boilerplate (a stable sort, as sorted is)
+    table = np.array(scope, dtype=np.int64)
+    order = np.lexsort((table[:, 1], table[:, 0], np.abs(table[:, 1] - hint)))
+    return scope[int(order[0])], scope[int(order[1])]
+
+
 def _pick(
     ctx: SearchContext, job: Pending, scope: list[Occurrence]
 ) -> tuple[Occurrence, str, bool]:
-    """The occurrence of ``scope`` (two or more) a rule picks, the rule, and whether it told
-    the occurrences apart (a hint near one of them) rather than choosing by convention."""
+    """The occurrence of ``scope`` (two or more, sorted) a rule picks, the rule, and whether it
+    told the occurrences apart (a hint near one of them) rather than choosing by convention."""
     if job.hint_start is not None:
         hint = job.hint_start
-        ranked = sorted(scope, key=lambda f: (abs(f[1] - hint), f[0], f[1]))
-        best, runner_up = ranked[0], ranked[1]
+        best, runner_up = _nearest(scope, hint)
         near = abs(best[1] - hint) < max(1, best[2] - best[1])
         return best, "nearest_hint", near and abs(runner_up[1] - hint) > abs(best[1] - hint)
     if ctx.settings.tie_break == "gold" and job.prefer:
         prefer = job.prefer
-        named = {d for d, _, _ in prefer}  # most copies lie in documents no gold span names
-        overlaps = [_overlap(f, prefer) if f[0] in named else 0 for f in scope]
-        most = max(overlaps)
+        # most copies lie in documents no gold span names: only the named ones' are weighed,
+        # in scope order, the first with the most overlap winning
+        most, chosen = 0, -1
+        for doc in sorted({d for d, _, _ in prefer}):
+            lo, hi = _in_document(scope, doc)
+            for at in range(lo, hi):
+                overlap = _overlap(scope[at], prefer)
+                if overlap > most:
+                    most, chosen = overlap, at
         if most > 0:
-            return scope[overlaps.index(most)], "gold", False
+            return scope[chosen], "gold", False
     return scope[0], "first", False
 
 
@@ -67,7 +99,9 @@ def choose(
     confidence: float,
     what: str,
 ) -> Location:
-    """Turn the sorted occurrences ``(doc, start, end)`` of one text into a Location.
+    """Turn the sorted occurrences ``(doc, start, end)`` of one text into a Location (the
+    occurrences of boilerplate may number thousands: only those in the named document, or in
+    documents the gold names, are looked at one by one).
 
     The rule of the package docstring: the named document, then the nearest offset hint, then
     (``tie_break="gold"``) the occurrence that overlaps the query's gold spans most, then the
@@ -91,7 +125,8 @@ def choose(
     rule: str | None = None
     decided = True
     if job.doc is not None:
-        inside = [f for f in found if f[0] == job.doc]
+        lo, hi = _in_document(found, job.doc)
+        inside = found[lo:hi]
         if inside:
             scope = inside
             if len(found) > 1 and len(inside) == 1:

@@ -7,7 +7,9 @@ every virtual position that is a multiple of ``STEP``, built once, on the second
 needs it. Any occurrence of a text of at least ``SAMPLE_K + STEP - 1`` characters has exactly
 one of its first ``STEP`` k-grams at such a position; so looking up, for each residue modulo
 ``STEP``, one k-gram of the text at an offset of that residue (the rarest of the first few)
-yields every place the text can start, exactly once. The caller confirms each.
+yields every place the text can start, exactly once. The caller confirms each (after a probe,
+:mod:`~spanchor_core.locate.probe`, has dropped most wrong ones). A table costs 8 bytes per
+``STEP`` characters.
 
 The same structure is built over the normalised stream (folded, whitespace dropped), in the
 coordinates of :class:`~spanchor_core.locate.normalised_view.NormalisedView`.
@@ -24,15 +26,20 @@ import numpy.typing as npt
 from spanchor_core.locate.documents import CorpusTexts
 from spanchor_core.locate.hashing import I64, KgramHasher
 from spanchor_core.locate.index import MinimizerIndex
+from spanchor_core.locate.probe import Probe
 from spanchor_core.locate.text import code_points, fold, non_space_mask
 
-__all__ = ["SAMPLE_K", "STEP", "SampledIndex", "Sink", "code_blocks", "place"]
+__all__ = ["SAMPLE_K", "STEP", "ProbeSource", "SampledIndex", "Sink", "code_blocks", "place"]
 
 SAMPLE_K: Final = 12  # k-gram of the sampled index
-STEP: Final = 8  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
-_OPTIONS: Final = 3  # offsets tried per residue: the rarest of the first three is used
+STEP: Final = 6  # one k-gram in STEP is kept: texts of SAMPLE_K + STEP - 1 characters and more
+_OPTIONS: Final = 4  # offsets tried per residue: the rarest of the first four is used
 _BATCH_ROWS: Final = 2_048  # texts hashed per numpy pass
 _CHUNK_ENTRIES: Final = 1 << 16  # index entries enumerated per numpy pass (bounded memory)
+
+ProbeSource = Callable[[list[str], int], Probe | None]
+"""Given the texts of a search and how many candidates it enumerates: a probe of those texts
+that rejects most wrong candidates in numpy, or ``None`` (too few to be worth one)."""
 
 Sink = Callable[[int, list[int], list[int]], None]
 """Takes the number of a text and the documents and local starts where it may occur, in
@@ -97,12 +104,19 @@ class SampledIndex:
         return self.index.nbytes
 
     def candidates(
-        self, texts: list[str], starts: I64, lengths: I64, budget: int, sink: Sink
+        self,
+        texts: list[str],
+        starts: I64,
+        lengths: I64,
+        budget: int,
+        sink: Sink,
+        probes: ProbeSource | None = None,
     ) -> list[int]:
         """Hand ``sink`` the documents and local starts where each text (``shortest``
         characters or more) may start, in position order (texts without any are left out);
         return the numbers of the texts answered: those whose candidates would pass what is
-        left of ``budget`` (most frequent last) are not, and are to be scanned for instead."""
+        left of ``budget`` (most frequent last) are not, and are to be scanned for instead.
+        ``probes`` (given the number of candidates) may reject wrong ones first."""
         n = len(texts)
         if not n:
             return []
@@ -139,6 +153,7 @@ class SampledIndex:
         affordable.sort()
         need = np.array([len(t) for t in texts], dtype=np.int64)
         slots = np.repeat(affordable, STEP)
+        probe = probes(texts, int(count[affordable].sum())) if probes is not None else None
         place(
             self.index,
             slots,
@@ -149,6 +164,7 @@ class SampledIndex:
             starts,
             lengths,
             sink,
+            probe,
         )
         answered: list[int] = affordable.tolist()
         return answered
@@ -164,12 +180,13 @@ def place(
     starts: I64,
     lengths: I64,
     sink: Sink,
+    probe: Probe | None = None,
 ) -> None:
     """Hand ``sink`` each text's ``slot`` and the documents and local starts that index entries
     ``first .. first + count`` point at for a k-gram at offset ``offs`` of text ``slot`` (of
     ``need[slot]`` characters), in position order per text; places that would run past their
-    document's end are dropped. ``slots`` is sorted; entries are enumerated a bounded number at
-    a time, never all at once."""
+    document's end are dropped, and so are those ``probe`` rejects. ``slots`` is sorted; entries
+    are enumerated a bounded number at a time, never all at once."""
     n = len(slots)
     lo = 0
     while lo < n:
@@ -186,6 +203,9 @@ def place(
         local = pos - starts[docs]
         ok = (pos >= 0) & (local >= 0) & (local + need[where] <= lengths[docs])
         where, docs, local = where[ok], docs[ok], local[ok]
+        if probe is not None and len(where):
+            agree = probe.agrees(where, pos[ok])
+            where, docs, local = where[agree], docs[agree], local[agree]
         lo = hi
         if not len(where):
             continue

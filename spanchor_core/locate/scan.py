@@ -18,8 +18,11 @@ from typing import Final
 
 import numpy as np
 
+from spanchor_core.locate.copies import CopyMap
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts, Occurrence
 from spanchor_core.locate.hashing import KgramHasher
+from spanchor_core.locate.index import MinimizerIndex
+from spanchor_core.locate.probe import LowBytes, Probe
 from spanchor_core.locate.sampled import SAMPLE_K, SampledIndex, code_blocks
 from spanchor_core.locate.text import code_points, fold, non_space_mask, normalise
 
@@ -29,10 +32,13 @@ _SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the ind
 _SCAN_K_MIN: Final = 4  # shorter normalised texts use a regular-expression scan
 _SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
 _SAMPLED_AT_ONCE: Final = 256  # this many short texts in one batch: index them at once
+_PROBE_SHARE: Final = 64  # low bytes kept past one enumerated candidate per this many characters
 
 
 class CorpusScanner:
-    """Every occurrence of given texts in a corpus, by scanning it (no index)."""
+    """Every occurrence of given texts in a corpus, by scanning it (no index); and what the
+    slow paths keep across batches: the sampled indexes, the low bytes the probes read, the
+    copy map of frequent minimizers, the normalised stream as one string."""
 
     def __init__(self, documents: CorpusTexts) -> None:
         self.documents = documents
@@ -40,6 +46,9 @@ class CorpusScanner:
         self._lock = threading.Lock()
         self._passes = [0, 0]  # full scan passes run so far: exact, normalised
         self._sampled: list[SampledIndex | None] = [None, None]
+        self._low_bytes: list[LowBytes | None] = [None, None]
+        self._probed = [0, 0]  # candidates enumerated so far without low bytes, per view
+        self._copies: CopyMap | None = None
         self._normalised_text: str | None = None
 
     def sampled_index(self, *, normalised: bool, wanted: int) -> SampledIndex | None:
@@ -56,6 +65,31 @@ class CorpusScanner:
                 built = SampledIndex(hasher, blocks, self.documents.total)
                 self._sampled[view] = built
             return built
+
+    def probe(self, texts: list[str], candidates: int, *, normalised: bool) -> Probe | None:
+        """A probe of ``texts`` (``None``: not worth one) against the low bytes of the text (or
+        of its normalised stream), for a search about to enumerate ``candidates``: the bytes
+        are kept once the searches of this scanner have enumerated more candidates than one
+        corpus character in ``_PROBE_SHARE`` (below that, confirming them one by one costs less
+        than the bytes)."""
+        view = int(normalised)
+        with self._lock:
+            low = self._low_bytes[view]
+            if low is None:
+                self._probed[view] += candidates
+                if self._probed[view] * _PROBE_SHARE < self.documents.total:
+                    return None
+                blocks = code_blocks(self.documents, normalised=normalised)
+                low = self._low_bytes[view] = LowBytes(blocks, self.documents.total)
+        return low.probe(texts)
+
+    def copies(self, index: MinimizerIndex) -> CopyMap:
+        """The agreement of the copies of frequent minimizers of ``index`` (the exact index of
+        these documents), kept across batches."""
+        with self._lock:
+            if self._copies is None or self._copies.index is not index:
+                self._copies = CopyMap(self.documents, index)
+            return self._copies
 
     def normalised_text(self) -> str:
         """The normalised stream of the whole corpus as one string (built on first call): a

@@ -14,6 +14,7 @@ from spanchor_core.evaluate import (
     Evaluation,
     ProgressCallback,
 )
+from spanchor_core.evaluate.checks import gold_checked
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.index_store import pipeline_locator
@@ -127,26 +128,27 @@ def run_evaluation(
     gold_set = gold if isinstance(gold, GoldSet) else read_gold(gold)
     warnings = _gold_hash_warning(gold_set, expected_gold_hash, gold_hash_policy)
     count = resolve_jobs(jobs)
-    opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
-    owned = None
-    if locator is None:
-        locator = pipeline_locator(documents)
-        if count > 1:
-            locator = owned = ProcessLocator(documents, jobs=count, base=locator)
-    try:
-        evaluation = score_opened(
-            opened,
-            documents,
-            gold_set,
-            k=k,
-            min_overlap=min_overlap,
-            locator=locator,
-            progress=progress,
-            group=group,
-        )
-    finally:
-        if owned is not None:
-            owned.close()
+    with gold_checked(gold_set, documents):  # once, not again by open_run and the scorer
+        opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
+        owned = None
+        if locator is None:
+            locator = pipeline_locator(documents)
+            if count > 1:
+                locator = owned = ProcessLocator(documents, jobs=count, base=locator)
+        try:
+            evaluation = score_opened(
+                opened,
+                documents,
+                gold_set,
+                k=k,
+                min_overlap=min_overlap,
+                locator=locator,
+                progress=progress,
+                group=group,
+            )
+        finally:
+            if owned is not None:
+                owned.close()
     records = opened.records_read if isinstance(opened, RunStream) else len(opened.records)
     if records and len(evaluation.missing_in_run) == len(evaluation):
         where = gold_set.path if gold_set.path is not None else "the gold set"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,7 @@ from spanchor_core.evaluate import (
     evaluate_file,
     read_evaluation,
 )
+from spanchor_core.evaluate.checks import gold_checked
 from spanchor_core.evaluate.kind import holds_evaluation
 from spanchor_core.gold import GoldSet
 from spanchor_core.index_store import pipeline_locator
@@ -162,6 +164,29 @@ def _as_known(source: EvaluationSource) -> Evaluation | Run | Path:
     if file_kind(source) == "evaluation":
         return read_evaluation(source)
     return Path(source)
+
+
+def _all_known(sources: Sequence[EvaluationSource], jobs: int) -> list[Evaluation | Run | Path]:
+    """:func:`_as_known` of every source; with ``jobs`` > 1, two or more evaluation files are
+    read on that many processes (:func:`run_tasks`: the driver reads one of them, a worker
+    each other, and hands it back pickled, a fraction of what reading costs). What reading
+    a file says when it is bad is the same either way: the first failing file in order
+    raises its error."""
+    files: dict[int, Path] = {}
+    for i, source in enumerate(sources):
+        if not isinstance(source, Evaluation | Run) and file_kind(source) == "evaluation":
+            files[i] = Path(source)
+    if jobs <= 1 or len(files) < 2:
+        return [_as_known(source) for source in sources]
+    read = iter(run_tasks([functools.partial(read_evaluation, p) for p in files.values()], jobs))
+    return [
+        next(read)
+        if i in files
+        else source
+        if isinstance(source, Evaluation | Run)
+        else Path(source)
+        for i, source in enumerate(sources)
+    ]
 
 
 def _scored(
@@ -326,7 +351,7 @@ def load_labelled(
     (:class:`~spanchor_core.pipeline.mappings.SharedMappings`): what a later side returned
     before is not searched for again."""
     count = resolve_jobs(jobs)
-    known = [_as_known(source) for _, source in sides]
+    known = _all_known([source for _, source in sides], count)
     reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
         k = DEFAULT_K if reference is None else reference.settings.k
@@ -337,10 +362,52 @@ def load_labelled(
     # one index for both sides: from the persistent cache for a large corpus, else lazily
     if locator is None and corpus is not None:
         locator = default_locator(corpus)
-    if parallel and runs >= 2 and corpus is not None and gold is not None:
-        labels = [label for label, _ in sides]
-        settings = _SideSettings(k, min_overlap, allow_mismatch, group)
-        return _load_concurrently(labels, known, corpus, gold, settings, progress, locator, count)
+    if not runs or corpus is None or gold is None:
+        checked: AbstractContextManager[None] = nullcontext()
+    else:  # checked once for every run (each run's scoring would check it again)
+        checked = gold_checked(gold, corpus)
+    with checked:
+        if parallel and runs >= 2 and corpus is not None and gold is not None:
+            labels = [label for label, _ in sides]
+            settings = _SideSettings(k, min_overlap, allow_mismatch, group)
+            return _load_concurrently(
+                labels, known, corpus, gold, settings, progress, locator, count
+            )
+        return _load_in_turn(
+            sides,
+            known,
+            corpus=corpus,
+            gold=gold,
+            k=k,
+            min_overlap=min_overlap,
+            allow_mismatch=allow_mismatch,
+            progress=progress,
+            group=group,
+            locator=locator,
+            parallel=parallel,
+            count=count,
+            runs=runs,
+        )
+
+
+def _load_in_turn(
+    sides: Sequence[tuple[str, EvaluationSource]],
+    known: Sequence[Evaluation | Run | Path],
+    *,
+    corpus: Corpus | None,
+    gold: GoldSet | None,
+    k: Sequence[int],
+    min_overlap: float,
+    allow_mismatch: bool,
+    progress: SideProgress | None,
+    group: str,
+    locator: Locator | None,
+    parallel: bool,
+    count: int,
+    runs: int,
+) -> list[Evaluation]:
+    """The runs among ``known`` scored one after the other on this process (``locator``, or
+    ``count`` processes when ``parallel``), each distinct result mapped once."""
     mapper = locator
     if parallel and runs and corpus is not None and gold is not None:
         mapper = ProcessLocator(corpus, jobs=count, base=locator)

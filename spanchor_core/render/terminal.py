@@ -14,21 +14,26 @@ when the output is not a terminal or ``NO_COLOR`` is set.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
 
-from spanchor_core.compare import ChangeStatus, Comparison
-from spanchor_core.diagnosis import RegressionDiagnosis
 from spanchor_core.evaluate import Evaluation
 from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
-from spanchor_core.policy import Direction, Policy
 from spanchor_core.render.text import escape_control, metric_grid
 from spanchor_core.render.wording import (
     INTERVAL_AND_P_NOTE,
     coverage_lines,
     interval_and_p_disagree,
 )
+
+if (
+    TYPE_CHECKING
+):  # the comparison side, imported by its functions: an evaluation's table needs none
+    from spanchor_core.compare import Comparison
+    from spanchor_core.diagnosis import RegressionDiagnosis
+    from spanchor_core.policy import Direction, Policy
 
 __all__ = [
     "comparison_findings",
@@ -146,6 +151,8 @@ def comparison_tables(
     With ``questions`` (query id -> question), each regressed query shows its question,
     cut with "…" to what a terminal ``width`` characters wide leaves for it.
     """
+    from spanchor_core.compare import ChangeStatus
+
     tables: list[Table] = []
     regressions = sorted(
         (row for row in comparison.queries if row.status is ChangeStatus.REGRESSION),

@@ -13,15 +13,17 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from spanchor_core._escape import escape_control
-from spanchor_core.compare import QueryChange
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate import Evaluation, QueryEvaluation
 from spanchor_core.gold import GoldSet
 from spanchor_core.metrics import metric_parts
 from spanchor_core.spans import DocSpan, Span, group_by_document, intersect_spans, subtract_spans
+
+if TYPE_CHECKING:
+    from spanchor_core.compare import QueryChange
 
 __all__ = [
     "DASH",

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
-from spanchor_core.compare import AggregateChange, ChangeStatus, Comparison, QueryChange
 from spanchor_core.evaluate import Evaluation, MappingStats
 from spanchor_core.gold import GoldSet
 from spanchor_core.render.text import (
@@ -25,6 +24,9 @@ from spanchor_core.render.text import (
     more_text,
     truncate,
 )
+
+if TYPE_CHECKING:  # the comparison side, imported by the functions that need it at run time
+    from spanchor_core.compare import AggregateChange, Comparison, QueryChange
 
 __all__ = [
     "FLAKY_BAND_NOTE",
@@ -207,11 +209,14 @@ def change_text(row: QueryChange, metric: str, escape: Escape, *, emphasise: Esc
 
 def improved_metrics(row: QueryChange) -> list[str]:
     """The metrics of ``row`` that improved beyond the noise floor."""
+    from spanchor_core.compare import ChangeStatus
+
     return [c.metric for c in row.changes if c.status is ChangeStatus.IMPROVED]
 
 
 def improvements(comparison: Comparison) -> list[QueryChange]:
     """Improved queries, the largest gain first (ties by query id): the order for reports."""
+    from spanchor_core.compare import ChangeStatus
 
     def gain(row: QueryChange) -> float:
         return max((abs(row.change(name).delta) for name in improved_metrics(row)), default=0.0)

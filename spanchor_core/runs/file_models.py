@@ -94,7 +94,8 @@ class RunHeader(BaseModel):
 class RetrievedResultModel(BaseModel):
     """Schema of one result inside a run file record (validation at the file edge only)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # built when first validated: lines are checked without it unless unusual
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     rank: int | None = None
     text: str | None = None
@@ -108,7 +109,8 @@ class RetrievedResultModel(BaseModel):
 class RetrievalRecordModel(BaseModel):
     """Schema of one retrieval line of a run file (validation at the file edge only)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # built when first validated: lines are checked without it unless unusual
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     query_id: str | None = None
     query: str

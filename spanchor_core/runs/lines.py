@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import sys
+from itertools import islice
 from pathlib import Path
 from typing import Any, Final
 
@@ -132,6 +133,9 @@ _Checked = tuple[
 trace_id, run_id, parent_run_id, sequence, metadata, and each result as ``(rank, text, score,
 document_id, start, end, metadata)`` in file order, its rank filled in from its position."""
 
+_Record = tuple[Any, str, Any, Any, Any, Any, Any, Any, Any, Any, dict[str, Any], list[Any]]
+""":data:`_Checked` with the results as they were parsed (not yet checked)."""
+
 
 def _checked(obj: Any) -> _Checked | None:
     """A well-formed line's values (:data:`_Checked`), without pydantic; else ``None``.
@@ -141,6 +145,17 @@ def _checked(obj: Any) -> _Checked | None:
     validates the line with the model, so a bad line gets the same ``path:line`` error either
     way. Shared by :func:`_record_fast` and :func:`fields_fast`, so both accept the same lines.
     """
+    record = _record_checked(obj)
+    if record is None:
+        return None
+    results = _results_checked(record[11])
+    if results is None:
+        return None
+    return (*record[:11], results)
+
+
+def _record_checked(obj: Any) -> _Record | None:
+    """The record-level half of :func:`_checked`: every value but the results checked."""
     if type(obj) is not dict or not _RECORD_KEYS.issuperset(obj):
         return None
     get = obj.get
@@ -172,6 +187,24 @@ def _checked(obj: Any) -> _Checked | None:
         record_metadata = {}
     elif type(record_metadata) is not dict:
         return None
+    return (
+        query_id,
+        query,
+        latency,
+        error,
+        source,
+        stage,
+        trace_id,
+        run_id,
+        parent_run_id,
+        sequence,
+        record_metadata,
+        items,
+    )
+
+
+def _results_checked(items: list[Any]) -> list[tuple[Any, ...]] | None:
+    """The results half of :func:`_checked`: each result's values, or ``None``."""
     results: list[tuple[Any, ...]] = []
     append = results.append
     str_or_none, int_or_none, number_or_none = _STR_OR_NONE, _INT_OR_NONE, _NUMBER_OR_NONE
@@ -197,20 +230,48 @@ def _checked(obj: Any) -> _Checked | None:
         elif type(metadata) is not dict:
             return None
         append((position if rank is None else rank, text, score, document_id, start, end, metadata))
-    return (
-        query_id,
-        query,
-        latency,
-        error,
-        source,
-        stage,
-        trace_id,
-        run_id,
-        parent_run_id,
-        sequence,
-        record_metadata,
-        results,
-    )
+    return results
+
+
+_NONE_TYPE: Final = type(None)
+_SEVEN: Final = operator.itemgetter(
+    "rank", "text", "score", "document_id", "start", "end", "metadata"
+)
+_DICT: Final = frozenset({dict})
+_INT: Final = frozenset({int})
+_INT_OR_NONE_T: Final = frozenset({int, _NONE_TYPE})
+_STR_OR_NONE_T: Final = frozenset({str, _NONE_TYPE})
+_FLOAT_OR_NONE: Final = frozenset({float, _NONE_TYPE})
+_SEVEN_KEYS: Final = frozenset({7})
+
+
+def _plain_fields(items: list[Any]) -> list[tuple[Any, ...]] | None:
+    """:func:`fields_fast`'s results when every result holds all seven keys and plain values,
+    in rank order: an int rank, a float score (so never too big), text and document id
+    ``str``/``None``, offsets ``int``/``None``, a metadata dict — what our writers write,
+    which :func:`_results_checked` accepts as it is. Checked column by column in C loops
+    (a result is read once, into a tuple); any other list returns ``None`` and is checked
+    one result at a time."""
+    if set(map(type, items)) != _DICT or set(map(len, items)) != _SEVEN_KEYS:
+        return None
+    try:  # seven keys, all of them known: exactly the result keys
+        ranks, texts, scores, documents, starts, ends, metadata = zip(
+            *map(_SEVEN, items), strict=True
+        )
+    except KeyError:
+        return None
+    if not (
+        _INT.issuperset(map(type, ranks))
+        and _STR_OR_NONE_T.issuperset(map(type, texts))
+        and _FLOAT_OR_NONE.issuperset(map(type, scores))
+        and _STR_OR_NONE_T.issuperset(map(type, documents))
+        and _INT_OR_NONE_T.issuperset(map(type, starts))
+        and _INT_OR_NONE_T.issuperset(map(type, ends))
+        and _DICT.issuperset(map(type, metadata))
+        and all(map(operator.le, ranks, islice(ranks, 1, None)))  # else sorted by the other way
+    ):
+        return None
+    return list(zip(texts, documents, starts, ends, strict=True))
 
 
 def _record_fast(obj: Any, line: int) -> RetrievalRecord | None:
@@ -263,16 +324,15 @@ def fields_fast(obj: Any, line: int) -> RecordFields | None:
     """:func:`_record_fast` as scoring reads it (:class:`RecordFields`): the same lines
     accepted, the same values, the results in the same (stable) rank order, without building
     a :class:`RetrievedResult` per result."""
-    checked = _checked(obj)
+    checked = _record_checked(obj)
     if checked is None:
         return None
     items = checked[11]
-    previous = -_FLOAT_MAX
-    for item in items:  # almost always in rank order already: then no sort
-        if item[0] < previous:
-            items = sorted(items, key=_BY_RANK)
-            break
-        previous = item[0]
+    results = _plain_fields(items) if items else []
+    if results is None:
+        results = _ranked_fields(items)
+        if results is None:
+            return None
     return RecordFields(
         checked[0],
         checked[1],
@@ -282,8 +342,23 @@ def fields_fast(obj: Any, line: int) -> RecordFields | None:
         checked[6],
         checked[9],
         line,
-        [(text, document_id, start, end) for _, text, _, document_id, start, end, _ in items],
+        results,
     )
+
+
+def _ranked_fields(items: list[Any]) -> list[tuple[Any, ...]] | None:
+    """``(text, document_id, start, end)`` of each result in (stable) rank order, checked one
+    result at a time (:func:`_results_checked`); ``None`` if one is not well formed."""
+    checked = _results_checked(items)
+    if checked is None:
+        return None
+    previous = -_FLOAT_MAX
+    for item in checked:  # almost always in rank order already: then no sort
+        if item[0] < previous:
+            checked = sorted(checked, key=_BY_RANK)
+            break
+        previous = item[0]
+    return [(text, document_id, start, end) for _, text, _, document_id, start, end, _ in checked]
 
 
 def read_header_line(text: str, path: Path, number: int) -> RunHeader:

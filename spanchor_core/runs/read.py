@@ -87,8 +87,13 @@ def _lines(handle: BinaryIO, path: Path, offset: int = 0, number: int = 1) -> It
     )
 
 
+_BUFFER: Final = 1 << 20
+"""Bytes read at a time: a run line is often longer than the default 8 KiB (ten chunks of
+text), and a line longer than the buffer is read in pieces and joined."""
+
+
 def _open(path: Path) -> BinaryIO:
-    return open_for_reading(path, error=RunError, what="run file")
+    return open_for_reading(path, error=RunError, what="run file", buffering=_BUFFER)
 
 
 _STREAM_FROM: Final = 1 << 20

@@ -127,6 +127,9 @@ def _odd_tree(root: Path) -> None:
         path.write_text(text, encoding="utf-8")
     os.symlink(root / "sub", root / "linked")  # rglob does not enter a linked directory
     os.symlink(root / "a.md", root / "alias.md")
+    os.symlink(root / "missing.md", root / "dangling.md")  # a link to nothing: not a file
+    os.mkfifo(root / "pipe.md")  # neither a file nor a directory: skipped, never opened
+    (root / "crlf.md").write_bytes(b"\xef\xbb\xbfline one\r\nline two\r\n")  # not canonical
 
 
 @pytest.mark.parametrize("globs", [("*.txt", "*.md"), ("*",), ("*.md", "*.md"), ("?.md", "[ab].*")])
@@ -143,3 +146,9 @@ def test_the_directory_walk_loads_what_rglob_finds(
     ]
     assert "linked/c" not in fast
     assert len(fast) >= 2
+    assert "pipe" not in fast
+    assert "dangling" not in fast
+    for document in fast.values():  # the digest is the canonical text's, however it was read
+        assert document.sha256 == sha256_text(document.text)
+    if "crlf" in fast:
+        assert fast["crlf"].text == "line one\nline two\n"

@@ -11,18 +11,23 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from spanchor_core.corpus import Corpus
+from spanchor_core.locate import Locator
 from spanchor_core.locate import find as find_module
 from spanchor_core.locate.context import SearchContext
+from spanchor_core.locate.copies import CopyMap
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.exact import exact_occurrences
 from spanchor_core.locate.hashing import KgramHasher
 from spanchor_core.locate.normalised import normalised_occurrences
-from spanchor_core.locate.sampled import SampledIndex, code_blocks
+from spanchor_core.locate.probe import LowBytes
+from spanchor_core.locate.sampled import SAMPLE_K, STEP, SampledIndex, code_blocks
 from spanchor_core.locate.settings import LocatorSettings
 from spanchor_core.locate.text import normalise
+from spanchor_core.spans import DocSpan
 
 _WORDS = ["ab", "ba", "abc", "the", "of", "stone", "Stone", "river", "a", "b"]
 
@@ -130,13 +135,13 @@ def test_past_the_budget_the_scan_answers_the_same(monkeypatch: pytest.MonkeyPat
     assert (exact_occurrences(ctx, needles), normalised_occurrences(ctx, norms)) == expected
 
 
-def test_the_sampled_index_keeps_every_eighth_kgram() -> None:
+def test_the_sampled_index_keeps_every_step_th_kgram() -> None:
     ctx = _context({"a": "x" * 5 + "abcdefghijklmnopqrstuvwxyz", "b": "", "c": "0123456789AB"})
     blocks = code_blocks(ctx.documents, normalised=False)
     index = SampledIndex(KgramHasher(12), blocks, ctx.documents.total)
     total = ctx.documents.total  # 31 + 0 + 12 characters
     positions = sorted(int(p) & ((1 << index.pos_bits) - 1) for p in index.index.packed)
-    assert positions == list(range(0, total - 12 + 1, 8))
+    assert positions == list(range(0, total - SAMPLE_K + 1, STEP))
 
 
 def test_the_tests_above_reach_each_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,3 +163,123 @@ def test_the_tests_above_reach_each_path(monkeypatch: pytest.MonkeyPatch) -> Non
     test_frequent_texts_through_their_rarest_minimizer_however_frequent()
     assert answered["sampled"] > 300
     assert answered["frequent"] > 100
+
+
+# ------------------------------------------------------------ copies, probe, many occurrences
+
+
+def _boilerplate(seed: int, copies: int = 30) -> dict[str, str]:
+    """Documents sharing a header and a footer, some of them with a word of either changed
+    (near-copies), the first ones among those — so that a near-copy may be the entry a
+    frequent minimizer lists first."""
+    rng = random.Random(seed)
+    header = " ".join(rng.choice([*_WORDS, "alpha", "gamma"]) for _ in range(80))
+    footer = " ".join(rng.choice([*_WORDS, "delta", "omega"]) for _ in range(60))
+    docs: dict[str, str] = {}
+    for n in range(copies):
+        head, foot = header, footer
+        if n < 4 or rng.random() < 0.3:  # a near-copy: one word changed in each
+            words = head.split(" ")
+            words[rng.randrange(len(words))] = "CHANGED"
+            head = " ".join(words)
+            words = foot.split(" ")
+            words[rng.randrange(len(words))] = "altered"
+            foot = " ".join(words)
+        body = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(0, 90)))
+        docs[f"d{n:02d}"] = f"{head}\n{body}\n{foot}"
+    return docs
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_frequent_texts_confirmed_against_their_copies_find_every_occurrence(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts inside the repeated header or footer, across a changed word, from the header into
+    the body: the copy map answers what a one-by-one confirmation does (brute force here),
+    batch after batch as it learns more of each minimizer's copies."""
+    calls = {"copies": 0}
+    occurrences = CopyMap.occurrences
+
+    def counted(self: CopyMap, *args: Any) -> Any:
+        calls["copies"] += 1
+        return occurrences(self, *args)
+
+    monkeypatch.setattr(CopyMap, "occurrences", counted)
+    docs = _boilerplate(seed)
+    ctx = _context(docs, kgram=8, window=6, max_occurrences=4)
+    texts = ctx.documents.texts
+    rng = random.Random(seed)
+    for size in ((10, 40), (40, 200), (13, 400)):  # narrow widths first, then wider ones
+        needles = _needles(texts, rng, *size, 150)
+        assert exact_occurrences(ctx, needles) == [_exact_reference(texts, t) for t in needles]
+    assert calls["copies"] > 20
+
+
+def test_a_near_copy_is_not_taken_as_the_reference() -> None:
+    """Of the entries tried, the reference is one most others agree with: the pristine header,
+    although the first documents hold near-copies."""
+    docs = _boilerplate(2)
+    ctx = _context(docs, kgram=8, window=6, max_occurrences=4)
+    copies = ctx.scanner.copies(ctx.exact_index())
+    header = ctx.documents.texts[-1].split("\n")[0]
+    pristine = [n for n, t in enumerate(ctx.documents.texts) if t.startswith(header)]
+    start = 50  # a minimizer near the middle of the header
+    keys = [h for _, _, _, h in ctx.search.batched_minimizers([header[start : start + 40]])]
+    first, count = ctx.exact_index().lookup(keys[0][:1])
+    entries = copies._entries(int(first[0]), int(count[0]))
+    assert int(entries.docs[entries.ref]) in pristine
+
+
+def test_the_probe_rejects_only_places_where_a_probed_character_differs() -> None:
+    """Different code points can share a low byte (U+0161 and "a" are both 0x61): the probe
+    may let such a place through, never reject a true one, and compares exactly the first and
+    the last eight characters' low bytes."""
+    text = "caf\u00e9 \u0161ala \u0430\u0431\u0432 mix a\u0161a abc " * 20
+    docs = {"x": text, "y": text.upper()}
+    ctx = _context(docs)
+    low = LowBytes(code_blocks(ctx.documents, normalised=False), ctx.documents.total)
+    virtual = "".join(ctx.documents.texts)
+    rng = random.Random(7)
+    needles = [
+        virtual[s : s + rng.randint(8, 30)] for s in rng.sample(range(len(virtual) - 40), 40)
+    ]
+    needles += ["asa abc caf\u00e9 " + "x" * 3, "aaaaaaaaaaaa"]
+    probe = low.probe(needles)
+    assert probe is not None
+    where = np.repeat(np.arange(len(needles), dtype=np.int64), 200)
+    pos = np.array(
+        [rng.randrange(0, len(virtual) - len(needles[w])) for w in where.tolist()], dtype=np.int64
+    )
+    agrees = probe.agrees(where, pos)
+    for w, p, ok in zip(where.tolist(), pos.tolist(), agrees.tolist(), strict=True):
+        needle = needles[w]
+        if virtual.startswith(needle, p):
+            assert ok
+        lows = bytes(ord(c) & 0xFF for c in virtual[p : p + len(needle)])
+        want = bytes(ord(c) & 0xFF for c in needle)
+        assert ok == (lows[:8] == want[:8] and lows[-8:] == want[-8:])
+    assert low.probe(["short"]) is None  # under eight characters: no probe
+
+
+def test_many_copies_chosen_by_hint_and_by_gold_as_with_few() -> None:
+    """A text in every document's header: the nearest-hint and the gold tie-breaks pick, among
+    hundreds of occurrences, what they pick by the rule's definition."""
+    header = "Shared notice: all rights reserved, see the licence file. "
+    docs = {f"d{n:03d}": ("x" * (n % 7)) + header + f"body {n} " * 5 for n in range(120)}
+    locator = Locator(Corpus.from_texts(docs))
+    found = [(d, d % 7) for d in range(120)]
+    for hint in (0, 3, 6, 4, 10**70):  # a hint past int64 too
+        loc = locator.locate(header, start=hint)
+        ranked = sorted(found, key=lambda f: (abs(f[1] - hint), f[0], f[1]))
+        assert (loc.document_id, loc.start) == (f"d{ranked[0][0]:03d}", ranked[0][1])
+        assert loc.resolved_by == "nearest_hint"
+    gold = (DocSpan("d077", 0, 30), DocSpan("d050", 1, 20), DocSpan("d050", 0, 4))
+    loc = locator.locate(header, prefer=gold)
+    # the most overlap with the gold spans: d077 at 0 overlaps 30 - 0, d050 at 1 overlaps 19
+    assert (loc.document_id, loc.start, loc.resolved_by) == ("d077", 0, "gold")
+    tie = (DocSpan("d077", 0, 10), DocSpan("d050", 1, 11))  # equal overlaps: the first wins
+    assert locator.locate(header, prefer=tie).document_id == "d050"
+    assert loc.reason is not None
+    assert "occurs 120 times" in loc.reason
+    named = locator.locate(header, document_id="d033")
+    assert (named.document_id, named.start, named.resolved_by) == ("d033", 33 % 7, "document_id")

@@ -13,10 +13,12 @@ from typer.testing import CliRunner
 from spanchor_core.cli.app import app
 from spanchor_core.compare import write_comparison
 from spanchor_core.corpus import load_corpus
+from spanchor_core.errors import InputError
 from spanchor_core.evaluate import write_evaluation
 from spanchor_core.gold import read_gold
 from spanchor_core.locate import LocateRequest, Locator
 from spanchor_core.parallel import ProcessLocator, resolve_jobs, run_tasks
+from spanchor_core.parallel.pool import can_start_workers
 from spanchor_core.pipeline import run_evaluation, run_gate, run_noise
 from spanchor_core.settings import GateConfig
 from tests.parallel.conftest import Case, without_timestamp
@@ -182,3 +184,49 @@ def test_a_daemonic_process_runs_the_tasks_itself() -> None:
         pids = pool.apply(_pids_of_tasks_in_a_daemon)
     assert len(pids) == 1
     assert os.getpid() not in pids
+
+
+def test_two_evaluation_files_are_read_on_two_processes(
+    generated: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spanchor_core.pipeline.sides as sides
+
+    paths = []
+    for name, run in (("base", generated.baseline), ("cand", generated.candidate)):
+        evaluation = run_evaluation(generated.docs, generated.gold, run).evaluation
+        write_evaluation(evaluation, tmp_path / f"{name}.json")
+        paths.append(tmp_path / f"{name}.json")
+    readers = tmp_path / "readers"
+    from spanchor_core.evaluate import read_evaluation as real
+
+    def noted(path: Path) -> object:
+        with readers.open("a") as out:  # the worker's calls are not in this process's memory
+            out.write(f"{os.getpid()} {Path(path).name}\n")
+        return real(path)
+
+    monkeypatch.setattr(sides, "read_evaluation", noted)
+    one = sides.load_pair(*paths, corpus=None, gold=None, jobs=1)
+    assert len({line.split()[0] for line in readers.read_text().splitlines()}) == 1
+    readers.unlink()
+    two = sides.load_pair(*paths, corpus=None, gold=None, jobs=2)
+    if can_start_workers():
+        assert len({line.split()[0] for line in readers.read_text().splitlines()}) == 2
+    for n, (a, b) in enumerate(zip(one, two, strict=True)):
+        write_evaluation(a, tmp_path / f"one-{n}.json")
+        write_evaluation(b, tmp_path / f"two-{n}.json")
+        assert without_timestamp(tmp_path / f"one-{n}.json") == without_timestamp(
+            tmp_path / f"two-{n}.json"
+        )
+    # a second file that is bad past its header (read by the worker): the same one-line
+    # error either way
+    text = paths[1].read_text("utf-8")
+    at = text.rindex('"recall@1": ') + len('"recall@1": ')
+    end = min(i for i in (text.find(",", at), text.find("\n", at)) if i >= 0)
+    paths[1].write_text(text[:at] + '"bad"' + text[end:], "utf-8")
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(InputError) as caught:
+            sides.load_pair(*paths, corpus=None, gold=None, jobs=jobs)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    assert "cand.json" in errors[0]
