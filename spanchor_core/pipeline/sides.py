@@ -167,18 +167,22 @@ def _as_known(source: EvaluationSource) -> Evaluation | Run | Path:
 
 
 def _all_known(sources: Sequence[EvaluationSource], jobs: int) -> list[Evaluation | Run | Path]:
-    """:func:`_as_known` of every source; with ``jobs`` > 1, two or more evaluation files are
-    read on that many processes (:func:`run_tasks`: the driver reads one of them, a worker
-    each other, and hands it back pickled, a fraction of what reading costs). What reading
-    a file says when it is bad is the same either way: the first failing file in order
-    raises its error."""
+    """:func:`_as_known` of every source. With ``jobs`` > 1 every file's kind is looked at
+    first, then two or more evaluation files are read on that many processes
+    (:func:`run_tasks`: the driver reads one, a worker each other and hands it back pickled, a
+    fraction of what reading costs); of the files read, the first bad one in order raises
+    its error, as it would on one process."""
+    if jobs <= 1:  # one source after the other, each checked and read in turn
+        return [_as_known(source) for source in sources]
     files: dict[int, Path] = {}
     for i, source in enumerate(sources):
         if not isinstance(source, Evaluation | Run) and file_kind(source) == "evaluation":
             files[i] = Path(source)
-    if jobs <= 1 or len(files) < 2:
-        return [_as_known(source) for source in sources]
-    read = iter(run_tasks([functools.partial(read_evaluation, p) for p in files.values()], jobs))
+    paths = list(files.values())
+    if len(paths) >= 2:
+        read = iter(run_tasks([functools.partial(read_evaluation, p) for p in paths], jobs))
+    else:  # nothing to read side by side; each file's kind is known already
+        read = (read_evaluation(p) for p in paths)
     return [
         next(read)
         if i in files
@@ -366,48 +370,32 @@ def load_labelled(
         checked: AbstractContextManager[None] = nullcontext()
     else:  # checked once for every run (each run's scoring would check it again)
         checked = gold_checked(gold, corpus)
+    settings = _SideSettings(k, min_overlap, allow_mismatch, group)
     with checked:
         if parallel and runs >= 2 and corpus is not None and gold is not None:
             labels = [label for label, _ in sides]
-            settings = _SideSettings(k, min_overlap, allow_mismatch, group)
             return _load_concurrently(
                 labels, known, corpus, gold, settings, progress, locator, count
             )
         return _load_in_turn(
-            sides,
-            known,
-            corpus=corpus,
-            gold=gold,
-            k=k,
-            min_overlap=min_overlap,
-            allow_mismatch=allow_mismatch,
-            progress=progress,
-            group=group,
-            locator=locator,
-            parallel=parallel,
-            count=count,
-            runs=runs,
+            sides, known, corpus, gold, settings, progress, locator, parallel, count
         )
 
 
 def _load_in_turn(
     sides: Sequence[tuple[str, EvaluationSource]],
     known: Sequence[Evaluation | Run | Path],
-    *,
     corpus: Corpus | None,
     gold: GoldSet | None,
-    k: Sequence[int],
-    min_overlap: float,
-    allow_mismatch: bool,
+    settings: _SideSettings,
     progress: SideProgress | None,
-    group: str,
     locator: Locator | None,
     parallel: bool,
     count: int,
-    runs: int,
 ) -> list[Evaluation]:
     """The runs among ``known`` scored one after the other on this process (``locator``, or
     ``count`` processes when ``parallel``), each distinct result mapped once."""
+    runs = sum(not isinstance(side, Evaluation) for side in known)
     mapper = locator
     if parallel and runs and corpus is not None and gold is not None:
         mapper = ProcessLocator(corpus, jobs=count, base=locator)
@@ -423,12 +411,12 @@ def _load_in_turn(
                 source,
                 corpus=corpus,
                 gold=gold,
-                k=k,
-                min_overlap=min_overlap,
-                allow_mismatch=allow_mismatch,
+                k=settings.k,
+                min_overlap=settings.min_overlap,
+                allow_mismatch=settings.allow_mismatch,
                 progress=None if progress is None else progress(label),
                 locator=mapper,
-                group=group,
+                group=settings.group,
             )
             for (label, _), source in zip(sides, known, strict=True)
         ]

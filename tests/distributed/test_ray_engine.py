@@ -43,28 +43,24 @@ def test_partition_bounds_cover_in_order() -> None:
 
 
 @pytest.mark.usefixtures("cluster")
-def test_quickstart_evaluation_is_byte_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("workers", "partitions"),
+    [
+        (2, 5),
+        # three actors asking for one CPU each on a 2-CPU cluster: the third would wait for ever
+        # unless the workers share the CPUs
+        (3, 6),
+    ],
+)
+def test_quickstart_evaluation_is_byte_identical(
+    tmp_path: Path, workers: int, partitions: int
+) -> None:
     corpus = load_corpus(QUICKSTART / "docs")
     gold, run = QUICKSTART / "gold.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
     single = run_evaluation(corpus, gold, run).evaluation
-    locator = RayLocator(corpus, workers=2, partitions=5, cache=tmp_path / "cache")
+    locator = RayLocator(corpus, workers=workers, partitions=partitions, cache=tmp_path / "cache")
     distributed = run_evaluation(corpus, gold, run, locator=locator).evaluation
-    assert len(set(locator.worker_pids())) == 2
-    locator.shutdown()
-    write_evaluation(single, tmp_path / "single.json")
-    write_evaluation(distributed, tmp_path / "ray.json")
-    assert _without_timestamp(tmp_path / "single.json") == _without_timestamp(tmp_path / "ray.json")
-
-
-@pytest.mark.usefixtures("cluster")
-def test_more_workers_than_the_cluster_has_cpus_share_them(tmp_path: Path) -> None:
-    # three actors asking for one CPU each on a 2-CPU cluster: the third would wait for ever
-    corpus = load_corpus(QUICKSTART / "docs")
-    gold, run = QUICKSTART / "gold.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
-    single = run_evaluation(corpus, gold, run).evaluation
-    locator = RayLocator(corpus, workers=3, partitions=6, cache=tmp_path / "cache")
-    distributed = run_evaluation(corpus, gold, run, locator=locator).evaluation
-    assert len(set(locator.worker_pids())) == 3
+    assert len(set(locator.worker_pids())) == workers
     locator.shutdown()
     write_evaluation(single, tmp_path / "single.json")
     write_evaluation(distributed, tmp_path / "ray.json")
