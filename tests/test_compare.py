@@ -603,3 +603,31 @@ def test_a_lone_surrogate_in_a_comparison_file_is_an_evaluation_file_error(
     path.write_text(text, encoding="utf-8")
     with pytest.raises(EvaluationFileError, match="lone surrogate U\\+D800"):
         read_comparison(path)
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "finding"),
+    [
+        ({"context": 57}, {"context": 50}, False),  # one stage, missing queries aside
+        ({"context": 57}, {"retrieval": 57}, True),
+        ({"retrieval": 5, "context": 52}, {"retrieval": 5, "context": 52}, False),
+        ({"retrieval": 5, "context": 52}, {"retrieval": 8, "context": 49}, True),
+        ({"retrieval": 57}, {"retrieval": 3, "context": 54}, True),
+        (None, {"context": 57}, False),  # unknown (an older file, 0.x): nothing to compare
+        ({"context": 57}, {}, False),
+    ],
+)
+def test_stage_findings(
+    base: dict[str, int] | None, cand: dict[str, int] | None, finding: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from spanchor_core.compare.trust import stage_findings
+
+    found = stage_findings(
+        [("baseline", SimpleNamespace(stages=base))], SimpleNamespace(stages=cand)
+    )
+    assert [f.code for f in found] == (["stage_mismatch"] if finding else [])
+    if finding:
+        assert found[0].severity == "error"
+        assert found[0].message.startswith("the baseline was scored at stage ")

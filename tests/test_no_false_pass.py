@@ -137,3 +137,68 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     assert code != 0
     assert any("more than one trace" in line for line in lines)
     assert not any(line.startswith("PASS") for line in lines)
+
+
+def _staged(source: Path, target: Path, stages: tuple[str, ...]) -> Path:
+    """``source``'s records, each written once per stage in ``stages`` (same results, one
+    trace per question): what an app recorded before and after a reranker looks like."""
+    header, *records = _lines(source)
+    staged = [
+        {**record, "stage": stage, "trace_id": f"t-{record['query_id']}", "sequence": n}
+        for record in records
+        for n, stage in enumerate(stages)
+    ]
+    return _write(target, [header, *staged])
+
+
+def test_sides_recorded_at_different_stages_are_untrusted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same results recorded as ``context`` on one side and as raw ``retrieval`` on the
+    other measure different steps of the app: not a PASS, whatever the deltas say."""
+    context = _staged(BASE, tmp_path / "ctx.jsonl", ("context",))
+    raw = _staged(BASE, tmp_path / "raw.jsonl", ("retrieval",))
+    code, lines = _gate(capsys, context, raw)
+    assert code == 3
+    finding = next(line for line in lines if "scored at stage" in line)
+    assert "baseline was scored at stage context (57 askings)" in finding
+    assert "candidate at retrieval (57 askings)" in finding
+    assert "--group stage:NAME" in finding
+    assert lines[-1].startswith("UNTRUSTED")
+    # an app that records both stages, against one that recorded the retrieval only
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    assert _gate(capsys, both, raw)[0] == 3
+    # the same stage on both sides is an ordinary comparison
+    assert _gate(capsys, context, context)[0] == 0
+    regressed = _staged(CAND, tmp_path / "c.jsonl", ("retrieval", "context"))
+    assert _gate(capsys, both, regressed)[0] == 1
+
+
+def test_one_stage_picked_on_both_sides_compares_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    raw = _staged(BASE, tmp_path / "raw.jsonl", ("retrieval",))
+    code = main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(both),
+         "--candidate", str(raw), "--config", str(QUICKSTART / "spanchor.toml"),
+         "--group", "stage:retrieval"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "PASS" in out
+
+
+def test_a_few_queries_at_another_stage_are_caught_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mixed sides: the candidate lost the context record of 3 questions, so those are scored
+    on their raw retrieval; the stage counts differ and the gate says so."""
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    header, *records = _lines(both)
+    lost = {r["query_id"] for r in records[:6:2]}
+    kept = [r for r in records if not (r["query_id"] in lost and r["stage"] == "context")]
+    code, lines = _gate(capsys, both, _write(tmp_path / "lost.jsonl", [header, *kept]))
+    assert code == 3
+    finding = next(line for line in lines if "scored at stage" in line)
+    assert "candidate at retrieval (3 askings), context (54 askings)" in finding

@@ -11,6 +11,12 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   flaky ones (a warning); with ``"warn"`` it is a warning.
 * ``unmapped_rate`` — more than ``max_unmapped_rate`` of the side's results got no span
   (spanchor 0.x's exit 3).
+* ``stage_mismatch`` — the two sides were scored at different recording stages (one after a
+  reranker or context builder, ``postprocessed``/``context``, the other on the raw
+  ``retrieval``): their deltas measure the pipeline's steps, not a change of retriever. Compared
+  as the stage counts each evaluation keeps (:attr:`~spanchor_core.evaluate.Evaluation.stages`):
+  the sides differ when they hold different stages, or the same several stages in different
+  numbers. Unknown on either side (older files, 0.x): no finding.
 * ``repeated_queries`` (a warning) — some questions were asked in more than one trace, so
   their scores are means over the askings (:mod:`spanchor_core.grouping`). That is right for a
   question the app really asked twice, but it is also what a recording gives that holds one
@@ -22,13 +28,13 @@ Tables that do not know their coverage or mapping (plain metric tables) produce 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from spanchor_core.compare.model import UNTRUSTED_FINDINGS, Coverage, Finding, Severity
 from spanchor_core.policy import Policy
 
-__all__ = ["UNTRUSTED_FINDINGS", "Coverage", "coverage_of", "trust_findings"]
+__all__ = ["UNTRUSTED_FINDINGS", "Coverage", "coverage_of", "stage_findings", "trust_findings"]
 
 _SHOWN_IDS = 5
 
@@ -123,6 +129,43 @@ def trust_findings(
                 f"the {side} run cannot be trusted: {rate:.1%} of its results could not be "
                 f"mapped onto the documents (limit {max_unmapped_rate:.1%}); were they recorded "
                 "against other documents?",
+            )
+        )
+    return findings
+
+
+def _stages_of(table: object) -> dict[str, int] | None:
+    stages = getattr(table, "stages", None)
+    if not isinstance(stages, Mapping) or not stages:
+        return None
+    return dict(stages)
+
+
+def _stages_text(stages: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} ({n} asking{'s' if n != 1 else ''})" for name, n in stages.items())
+
+
+def stage_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
+    """``stage_mismatch`` for each baseline (named side, table) scored at other recording
+    stages than the candidate (see the module docstring)."""
+    cand = _stages_of(candidate)
+    if cand is None:
+        return []
+    findings: list[Finding] = []
+    for side, table in baselines:
+        base = _stages_of(table)
+        if base is None:
+            continue
+        if base.keys() == cand.keys() and (len(base) == 1 or base == cand):
+            continue
+        findings.append(
+            Finding(
+                "error",
+                "stage_mismatch",
+                f"the {side} was scored at stage {_stages_text(base)}, the candidate at "
+                f"{_stages_text(cand)}: they recorded different steps of the app (before and "
+                "after a reranker or context builder); record both the same way, or score one "
+                "stage on both with --group stage:NAME",
             )
         )
     return findings
