@@ -116,27 +116,52 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each question recorded twice with no trace id — what a hand-rolled recorder gives for a
-    hybrid (two retrievers) — is two askings whose scores are averaged: the gate may pass on
-    the mean, but it says so, naming the queries, and the comparison file keeps the finding."""
+    hybrid (two retrievers) — is two askings whose scores are averaged. Against a baseline
+    that answered each question once the recording changed shape: untrusted, naming the
+    queries. With the same shape on both sides the gate compares means and says so."""
     header, *records = _lines(BASE)
     doubled = [header, *(copy for record in records for copy in (record, dict(record)))]
     for record in doubled[1:]:
         record.pop("trace_id", None)
     candidate = _write(tmp_path / "twice.jsonl", doubled)
     code, lines = _gate(capsys, BASE, candidate)
-    assert code == 0  # the same results twice: the mean is the truth here
+    assert code == 3
+    finding = next(line for line in lines if "without a trace id" in line)
+    assert f"for {len(records)} queries that the baseline answered once" in finding
+    assert "--group source:NAME" in finding
+    assert lines[-1].startswith("UNTRUSTED")
+    # the baseline recorded the same way: means against means, with a warning
+    code, lines = _gate(capsys, candidate, candidate)
+    assert code == 0
     warning = next(line for line in lines if "more than one trace" in line)
-    assert warning.startswith("warning: the candidate run")
+    assert warning.startswith("warning: the baseline run")
     assert f"asked {len(records)} of {len(records)} gold queries in more than one trace" in warning
     assert "--group" in warning
-    # half the askings bad: the mean halves the loss, and the warning says why it may be small
+    # half the askings bad: the mean halves the loss, and the gate still does not pass
     damaged = _unmapped(BASE, tmp_path / "bad.jsonl")
     bad_records = _lines(damaged)[1:]
     mixed = [header, *(copy for pair in zip(records, bad_records, strict=True) for copy in pair)]
-    code, lines = _gate(capsys, BASE, _write(tmp_path / "mixed.jsonl", mixed))
+    for record in mixed[1:]:
+        record.pop("trace_id", None)
+    code, lines = _gate(capsys, candidate, _write(tmp_path / "mixed.jsonl", mixed))
     assert code != 0
     assert any("more than one trace" in line for line in lines)
     assert not any(line.startswith("PASS") for line in lines)
+
+
+def test_repeats_with_trace_ids_are_askings_and_only_warn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two traces of each question (the app really asked twice, as the integrations record
+    it) against one asking: a mean of real askings, so a warning, not a refusal."""
+    header, *records = _lines(BASE)
+    twice = [
+        {**record, "trace_id": f"{record['query_id']}-{n}"} for record in records for n in (1, 2)
+    ]
+    code, lines = _gate(capsys, BASE, _write(tmp_path / "asked.jsonl", [header, *twice]))
+    assert code == 0
+    assert any(line.startswith("warning: the candidate run asked") for line in lines)
+    assert not any("without a trace id" in line for line in lines)
 
 
 def _staged(source: Path, target: Path, stages: tuple[str, ...]) -> Path:

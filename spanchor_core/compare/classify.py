@@ -75,7 +75,12 @@ from spanchor_core.compare.model import (
 )
 from spanchor_core.compare.noise import RepeatedBaseline
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
-from spanchor_core.compare.trust import coverage_of, stage_findings, trust_findings
+from spanchor_core.compare.trust import (
+    coverage_of,
+    repeat_findings,
+    stage_findings,
+    trust_findings,
+)
 from spanchor_core.errors import InputError
 from spanchor_core.policy import AggregateGate, Direction, Policy, default_policy
 
@@ -288,14 +293,13 @@ def _compare(
         for label, member in repeated.members:
             findings.extend(trust_findings(f"baseline {label}", member, policy, max_unmapped_rate))
     findings.extend(trust_findings("candidate", candidate, policy, max_unmapped_rate))
-    findings.extend(
-        stage_findings(
-            [("baseline", baseline)]
-            if repeated is None
-            else [(f"baseline {label}", member) for label, member in repeated.members],
-            candidate,
-        )
+    sides = (
+        [("baseline", baseline)]
+        if repeated is None
+        else [(f"baseline {label}", member) for label, member in repeated.members]
     )
+    findings.extend(stage_findings(sides, candidate))
+    findings.extend(repeat_findings(sides, candidate))
     findings.extend(_missing_findings(only_base, only_cand, policy))
     if len(common) < policy.min_queries:
         findings.append(

@@ -22,6 +22,11 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   question the app really asked twice, but it is also what a recording gives that holds one
   line per retrieval and no trace ids (a hybrid or a reranker recorded as separate retrievals),
   where a mean can halve a regression. The gate says so rather than pass quietly.
+* ``unmatched_repeats`` — one side holds several trace-less records for questions the other
+  side answered once: the shape of the recording changed between the runs (a hybrid or a
+  reranker now recorded as separate lines), and the mean over those "askings" compares
+  something else than the other side's one list. Untrusted. Repeats with trace ids are real
+  askings (the integrations write them) and stay a warning, as do repeats on both sides.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
 """
@@ -34,7 +39,14 @@ from typing import Protocol, runtime_checkable
 from spanchor_core.compare.model import UNTRUSTED_FINDINGS, Coverage, Finding, Severity
 from spanchor_core.policy import Policy
 
-__all__ = ["UNTRUSTED_FINDINGS", "Coverage", "coverage_of", "stage_findings", "trust_findings"]
+__all__ = [
+    "UNTRUSTED_FINDINGS",
+    "Coverage",
+    "coverage_of",
+    "repeat_findings",
+    "stage_findings",
+    "trust_findings",
+]
 
 _SHOWN_IDS = 5
 
@@ -168,4 +180,48 @@ def stage_findings(baselines: Sequence[tuple[str, object]], candidate: object) -
                 "stage on both with --group stage:NAME",
             )
         )
+    return findings
+
+
+def _repeats(table: object) -> tuple[set[str], set[str]]:
+    """The queries a table repeats, and those of them with a trace-less asking."""
+    repeated = tuple(getattr(table, "repeated", ()))
+    if not repeated or not isinstance(table, Mapping):
+        return set(repeated), set()
+    untraced = {
+        qid
+        for qid in repeated
+        if any(t.trace_id is None for t in getattr(table[qid], "traces", ()))
+    }
+    return set(repeated), untraced
+
+
+def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
+    """``unmatched_repeats`` for each side whose trace-less repeats the other side does not
+    share (see the module docstring); each baseline (named side, table) against the
+    candidate."""
+    cand_all, cand_untraced = _repeats(candidate)
+    findings: list[Finding] = []
+    for side, table in baselines:
+        base_all, base_untraced = _repeats(table)
+        for name, untraced, other, other_all in (
+            (side, base_untraced, "candidate", cand_all),
+            ("candidate", cand_untraced, side, base_all),
+        ):
+            lone = sorted(untraced - other_all)
+            if not lone:
+                continue
+            findings.append(
+                Finding(
+                    "error",
+                    "unmatched_repeats",
+                    f"the {name} run holds several records without a trace id for "
+                    f"{len(lone)} {'query' if len(lone) == 1 else 'queries'} that the {other} "
+                    f"answered once ({_listed(lone)}): they may be several retrievals of one "
+                    "asking rather than repeats, and their mean can hide a regression; record "
+                    "trace ids (the integrations do) or one record per question, or choose "
+                    "one retrieval with --group source:NAME or --group stage:NAME",
+                    query_ids=tuple(lone),
+                )
+            )
     return findings
