@@ -179,8 +179,9 @@ def _staged(source: Path, target: Path, stages: tuple[str, ...]) -> Path:
 def test_sides_recorded_at_different_stages_are_untrusted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The same results recorded as ``context`` on one side and as raw ``retrieval`` on the
-    other measure different steps of the app: not a PASS, whatever the deltas say."""
+    """The same results recorded as ``context`` in the baseline and as raw ``retrieval`` in
+    the candidate: the candidate's recording missed the step the model sees, so its deltas
+    compare different steps of the app: not a PASS, whatever they say."""
     context = _staged(BASE, tmp_path / "ctx.jsonl", ("context",))
     raw = _staged(BASE, tmp_path / "raw.jsonl", ("retrieval",))
     code, lines = _gate(capsys, context, raw)
@@ -188,11 +189,16 @@ def test_sides_recorded_at_different_stages_are_untrusted(
     finding = next(line for line in lines if "scored at stage" in line)
     assert "baseline was scored at stage context (57 askings)" in finding
     assert "candidate at retrieval (57 askings)" in finding
+    assert "did it miss them?" in finding
     assert "--group stage:NAME" in finding
     assert lines[-1].startswith("UNTRUSTED")
     # an app that records both stages, against one that recorded the retrieval only
     both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
     assert _gate(capsys, both, raw)[0] == 3
+    # the other way round the app gained a step (a reranker added): compared, with a warning
+    code, lines = _gate(capsys, raw, context)
+    assert code == 0
+    assert any(line.startswith("warning: the baseline was scored at stage retr") for line in lines)
     # the same stage on both sides is an ordinary comparison
     assert _gate(capsys, context, context)[0] == 0
     regressed = _staged(CAND, tmp_path / "c.jsonl", ("retrieval", "context"))
@@ -227,3 +233,59 @@ def test_a_few_queries_at_another_stage_are_caught_too(
     assert code == 3
     finding = next(line for line in lines if "scored at stage" in line)
     assert "candidate at retrieval (3 askings), context (54 askings)" in finding
+
+
+def _failed(source: Path, target: Path, every: int, *, error: bool = True) -> Path:
+    """``source`` with the results of every ``every``-th record dropped, as a failed retrieval
+    (``error``) or as a retriever that returned nothing."""
+    header, *records = _lines(source)
+    for number, record in enumerate(records):
+        if number % every == 0:
+            record["results"] = []
+            if error:
+                record["error"] = "TimeoutError: the vector store did not answer"
+    return _write(target, [header, *records])
+
+
+def test_runs_that_returned_nothing_never_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI job whose index came up empty, or whose retriever was down, for both runs: every
+    score is 0 on both sides, so nothing regressed, and still it is no PASS."""
+    empty = _failed(BASE, tmp_path / "empty.jsonl", 1, error=False)
+    code, lines = _gate(capsys, empty, empty)
+    assert code == 3
+    assert lines[-1].startswith("UNTRUSTED")
+    assert any(
+        line.startswith(
+            "error: the baseline run cannot be trusted: it returned no result for any of its 57 "
+            "recorded queries; was the index empty"
+        )
+        for line in lines
+    )
+    down = _failed(BASE, tmp_path / "down.jsonl", 1)
+    code, lines = _gate(capsys, down, down)
+    assert code == 3
+    assert any(
+        "it returned no result for any of its 57 recorded queries (57 of them failed, e.g. q01: "
+        "TimeoutError: the vector store did not answer)" in line
+        for line in lines
+    )
+
+
+def test_failed_retrievals_above_the_limit_are_untrusted_on_either_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failures where both sides failed hide any regression there: above the unmapped limit
+    (5 % in the quickstart's config) the side is untrusted; one failure in 57 is not."""
+    half = _failed(BASE, tmp_path / "half.jsonl", 2)
+    code, lines = _gate(capsys, half, half)
+    assert code == 3
+    finding = next(line for line in lines if "the retrieval failed for" in line)
+    assert "failed for 29 of its 57 recorded queries (50.9%, limit 5.0%, e.g. q01: " in finding
+    one = _failed(BASE, tmp_path / "one.jsonl", 100)
+    code, lines = _gate(capsys, one, one)
+    assert code == 0
+    assert not any("the retrieval failed" in line for line in lines)
+    code, _ = _gate(capsys, BASE, one)
+    assert code == 1  # the candidate's one failure is a regression, as before
