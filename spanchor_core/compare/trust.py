@@ -163,8 +163,9 @@ def _failure_findings(
     side: str, table: _KnowsCoverage, answered: int, max_unmapped_rate: float | None
 ) -> list[Finding]:
     """``no_results`` and ``failed_retrievals`` of one side (see the module docstring); only
-    for evaluations that know their results (not spanchor 0.x files)."""
-    if not answered or not getattr(table, "has_result_spans", False):
+    for evaluations scored from a run, which know their records and results (not spanchor 0.x
+    files, not tables built by hand)."""
+    if not answered or table.records is None or not getattr(table, "has_result_spans", False):
         return []
     failed = tuple(getattr(table, "errors", ()))
     example = ""
