@@ -289,3 +289,30 @@ def test_failed_retrievals_above_the_limit_are_untrusted_on_either_side(
     assert not any("the retrieval failed" in line for line in lines)
     code, _ = _gate(capsys, BASE, one)
     assert code == 1  # the candidate's one failure is a regression, as before
+
+
+def test_evaluations_scored_under_different_grouping_rules_are_not_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two evaluation files of one run with several records per question, written with
+    different ``--group`` rules, score different lists: a settings mismatch (exit 2). The rule
+    changes nothing for one record per question, so such files still compare."""
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    from spanchor_core import evaluate, load_corpus, read_gold, read_run, write_evaluation
+
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    written = {}
+    for run, rule in ((both, "auto"), (both, "stage:retrieval"), (BASE, "auto"), (BASE, "first")):
+        out = tmp_path / f"{run.stem}-{rule.replace(':', '-')}.json"
+        write_evaluation(evaluate(corpus, gold, read_run(run), group=rule), out)
+        written[run.stem, rule] = out
+    code = main(
+        ["compare", str(written["both", "auto"]), str(written["both", "stage:retrieval"]), "-q"]
+    )
+    err = capsys.readouterr()
+    assert code == 2
+    assert "differ in grouping rule: baseline 'auto', candidate 'stage:retrieval'" in (
+        err.out + err.err
+    )
+    code = main(["compare", str(written["baseline", "auto"]), str(written["baseline", "first"])])
+    assert code == 0

@@ -169,6 +169,31 @@ def _settings_findings(base: TableSettings, cand: TableSettings) -> list[Finding
     return findings
 
 
+def _group_findings(baseline: object, candidate: object) -> list[Finding]:
+    """A ``settings_mismatch`` when the two evaluations were scored under different grouping
+    rules (``--group``) and either holds a query with several records, the only queries a rule
+    changes; plain tables and older files (no rule recorded) are not checked."""
+    rules = [getattr(getattr(t, "settings", None), "group", None) for t in (baseline, candidate)]
+    if None in rules or rules[0] == rules[1]:
+        return []
+    merged = 0
+    for table in (baseline, candidate):
+        queries = getattr(table, "queries", None)
+        if isinstance(queries, Mapping):
+            merged += sum(1 for query in queries.values() if getattr(query, "traces", ()))
+    if not merged:
+        return []
+    return [
+        Finding(
+            "error",
+            "settings_mismatch",
+            f"the evaluations differ in grouping rule: baseline {rules[0]!r}, candidate "
+            f"{rules[1]!r}, and {merged} scored {'query holds' if merged == 1 else 'queries hold'} "
+            "several records; their scores are not comparable (score both with one --group)",
+        )
+    ]
+
+
 def _missing_findings(
     only_base: Sequence[str], only_cand: Sequence[str], policy: Policy
 ) -> list[Finding]:
@@ -263,6 +288,7 @@ def _compare(
     base_settings = TableSettings.of(baseline.settings)
     cand_settings = TableSettings.of(candidate.settings)
     findings.extend(_settings_findings(base_settings, cand_settings))
+    findings.extend(_group_findings(baseline, candidate))
 
     base_metrics = set(baseline.metric_names)
     cand_metrics = set(candidate.metric_names)
