@@ -80,9 +80,8 @@ class SampledIndex:
         for codes in blocks:
             data = np.concatenate([carry, codes]) if len(carry) else codes
             if len(data) >= SAMPLE_K:
-                h = hasher.kgrams(data)
                 first = -start % STEP
-                picked = h[first::STEP]
+                picked = hasher.kgrams_every(data, first, STEP)
                 size = len(picked)
                 out = table[filled : filled + size]
                 np.right_shift(picked, shift, out=out)

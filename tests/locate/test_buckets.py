@@ -1,5 +1,6 @@
 """:class:`~spanchor_core.locate.buckets.Buckets` answers as ``np.searchsorted`` and as
-:meth:`MinimizerIndex.lookup` do, on tables with long runs of one hash and on absent keys."""
+:meth:`MinimizerIndex.lookup` do, on tables with long runs of one hash and on absent keys; and
+the k-grams the sampled index hashes alone are hashed as when every k-gram is."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from spanchor_core.locate.buckets import Buckets
+from spanchor_core.locate.hashing import KgramHasher
 from spanchor_core.locate.index import MinimizerIndex
 
 _POS_BITS = 32
@@ -52,3 +54,14 @@ def test_an_empty_table_finds_nothing() -> None:
     first, count = Buckets(table).lookup(keys, _POS_BITS)
     assert first.tolist() == [0, 0, 0]
     assert count.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("size", [0, 5, 11, 12, 13, 17, 18, 100, 1001])
+@pytest.mark.parametrize("step", [1, 6, 7])
+def test_every_steps_kgram_hashes_as_all_of_them_do(size: int, step: int) -> None:
+    rng = np.random.default_rng(size * 10 + step)
+    codes = rng.integers(0, 0x10FFFF, size, dtype=np.uint32)
+    hasher = KgramHasher(12)
+    whole = hasher.kgrams(codes) if size >= 12 else np.zeros(0, dtype=np.uint64)
+    for first in range(step):
+        assert np.array_equal(hasher.kgrams_every(codes, first, step), whole[first::step])
