@@ -357,21 +357,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         common += ["--legacy"] if args.legacy else []
         for case in cases:
             generated, _ = _child(["--generate", case, *common])
+            warmed = "page cache not warmed (--cold)"
             if not args.cold:
-                files, warming = warm_page_cache(
-                    _dirs(workdir, case, args.size, args.queries, args.seed)[1]
-                )
+                corpus_dir = _dirs(workdir, case, args.size, args.queries, args.seed)[1]
+                files, warming = warm_page_cache(corpus_dir)
+                warmed = f"page cache warmed first ({files:,} files read in {warming:.1f} s)"
             wall, cpu = _child(["--measure", case, *common])
-            warmed = (
-                "page cache not warmed (--cold)"
-                if args.cold
-                else (
-                    f"page cache warmed first ({files:,} files read in {warming:.1f} s, not counted)"
-                )
-            )
             print(
                 f"  measuring process wall {wall:.3f} s, CPU {cpu:.3f} s; "
-                f"files generated in {generated:.1f} s, not counted; {warmed}"
+                f"files generated in {generated:.1f} s; {warmed}; neither counted"
             )
     return 0
 
