@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from itertools import repeat
 from typing import Final
 
 import numpy as np
@@ -111,7 +110,7 @@ def _stream_candidates(ctx: SearchContext, norms: list[str], sink: Sink) -> None
         docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
         local = pos - starts[docs]
         ok = (local >= 0) & (local + len(norm) <= lengths[docs])
-        sink(number, docs[ok].tolist(), local[ok].tolist())
+        sink([number] * int(ok.sum()), docs[ok].tolist(), local[ok].tolist())
 
 
 def _frequent_candidates(
@@ -188,34 +187,41 @@ def _confirmer(
     *,
     normalised: bool,
 ) -> Sink:
-    """A sink that confirms the candidates of text ``number`` against it, into
-    ``found[slots[number]]``."""
+    """A sink that confirms the candidates of texts against them, into ``found[slots[number]]``
+    (a list for every text handed to it, empty when none is confirmed)."""
     sources = ctx.documents.texts
     if not normalised:
 
-        def exact(number: int, docs: list[int], starts: list[int]) -> None:
-            text = texts[number]
-            size = len(text)
+        def exact(numbers: list[int], docs: list[int], starts: list[int]) -> None:
             # one C-level pass of str.startswith over the candidates, no Python frame each
-            same = map(str.startswith, map(sources.__getitem__, docs), repeat(text), starts)
-            found[slots[number]] = [
-                (d, s, s + size) for d, s, ok in zip(docs, starts, same, strict=True) if ok
-            ]
+            candidates = map(sources.__getitem__, docs)
+            same = map(str.startswith, candidates, map(texts.__getitem__, numbers), starts)
+            previous = -1
+            occ: list[Occurrence] = []
+            size = 0
+            for number, d, s, ok in zip(numbers, docs, starts, same, strict=True):
+                if number != previous:
+                    previous, size = number, len(texts[number])
+                    occ = found[slots[number]] = []
+                if ok:
+                    occ.append((d, s, s + size))
 
         return exact
     view = ctx.normalised_view()
 
-    def normalised_text(number: int, docs: list[int], starts: list[int]) -> None:
-        text = texts[number]
-        last = len(text) - 1
+    def normalised_text(numbers: list[int], docs: list[int], starts: list[int]) -> None:
+        previous = -1
         occ: list[Occurrence] = []
-        for d, s in zip(docs, starts, strict=True):
+        text = ""
+        for number, d, s in zip(numbers, docs, starts, strict=True):
+            if number != previous:
+                previous, text = number, texts[number]
+                occ = found[slots[number]] = []
             source = sources[d]
             cs = view.to_canonical(source, d, s)
-            ce = view.to_canonical(source, d, s + last) + 1
+            ce = view.to_canonical(source, d, s + len(text) - 1) + 1
             if normalise(source[cs:ce]) == text:
                 occ.append((d, cs, ce))
-        found[slots[number]] = occ
 
     return normalised_text
 

@@ -57,6 +57,26 @@ class KgramHasher:
         np.multiply(out, pw[k - 1 :], out=out)
         return _mix(out)
 
+    def kgrams_every(self, codes: npt.NDArray[np.uint32], first: int, step: int) -> U64:
+        """``kgrams(codes)[first::step]`` of a 1-d array, the same values, with only those
+        k-grams hashed and mixed (the prefix sums still run over every code point)."""
+        n = len(codes)
+        k = self.k
+        count = len(range(first, n - k + 1, step))
+        if count <= 0:
+            return np.zeros(0, dtype=np.uint64)
+        pw, inv = self._powers(n)
+        prefix = codes.astype(np.uint64)
+        np.multiply(prefix, inv, out=prefix)
+        np.cumsum(prefix, dtype=np.uint64, out=prefix)
+        out = prefix[first + k - 1 :: step][:count].copy()  # S[i + k - 1]
+        if first:  # minus S[i - 1]
+            np.subtract(out, prefix[first - 1 :: step][:count], out=out)
+        else:  # S[-1] is 0
+            np.subtract(out[1:], prefix[step - 1 :: step][: count - 1], out=out[1:])
+        np.multiply(out, pw[first + k - 1 :: step][:count], out=out)
+        return _mix(out)
+
 
 def _power_table(base: int, size: int) -> U64:
     """``base**i mod 2**64`` for ``i < size``, by doubling (wrapping uint64 products)."""

@@ -23,6 +23,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from spanchor_core.locate.buckets import Buckets
 from spanchor_core.locate.documents import CorpusTexts
 from spanchor_core.locate.hashing import I64, KgramHasher
 from spanchor_core.locate.index import MinimizerIndex
@@ -41,10 +42,10 @@ ProbeSource = Callable[[list[str], int], Probe | None]
 """Given the texts of a search and how many candidates it enumerates: a probe of those texts
 that rejects most wrong candidates in numpy, or ``None`` (too few to be worth one)."""
 
-Sink = Callable[[int, list[int], list[int]], None]
-"""Takes the number of a text and the documents and local starts where it may occur, in
-position order: confirms them while the next text's are enumerated, so that the candidates of
-a batch never all exist at once."""
+Sink = Callable[[list[int], list[int], list[int]], None]
+"""Takes the numbers of texts and the documents and local starts where each may occur, sorted
+by text, then position (every text's candidates in one run): confirms them while the next
+pass's are enumerated, so that the candidates of a batch never all exist at once."""
 
 
 def code_blocks(documents: CorpusTexts, *, normalised: bool) -> Iterator[npt.NDArray[np.uint32]]:
@@ -79,9 +80,8 @@ class SampledIndex:
         for codes in blocks:
             data = np.concatenate([carry, codes]) if len(carry) else codes
             if len(data) >= SAMPLE_K:
-                h = hasher.kgrams(data)
                 first = -start % STEP
-                picked = h[first::STEP]
+                picked = hasher.kgrams_every(data, first, STEP)
                 size = len(picked)
                 out = table[filled : filled + size]
                 np.right_shift(picked, shift, out=out)
@@ -98,10 +98,11 @@ class SampledIndex:
             table.resize((filled,), refcheck=False)
         table.sort()
         self.index = MinimizerIndex(table, self.pos_bits)
+        self.buckets = Buckets(table)  # the lookups of many texts' k-grams at once
 
     @property
     def nbytes(self) -> int:
-        return self.index.nbytes
+        return self.index.nbytes + self.buckets.nbytes
 
     def candidates(
         self,
@@ -129,7 +130,7 @@ class SampledIndex:
             codes = code_points("".join(t[:width].ljust(width, "\0") for t in batch))
             h = self.hasher.kgrams(codes.reshape(len(batch), width))  # rows x (STEP * _OPTIONS)
             usable = np.array([len(t) for t in batch], dtype=np.int64) - SAMPLE_K + 1
-            first, count = self.index.lookup(h.reshape(-1))
+            first, count = self.buckets.lookup(h.reshape(-1), self.pos_bits)
             first, count = first.reshape(h.shape), count.reshape(h.shape)
             offs = np.broadcast_to(np.arange(h.shape[1], dtype=np.int64), h.shape)
             # an offset past the text's last k-gram is never used
@@ -210,8 +211,5 @@ def place(
         if not len(where):
             continue
         sort = np.lexsort((local, docs, where))
-        where, docs, local = where[sort], docs[sort].tolist(), local[sort].tolist()
         # each text's candidates are one run of ``where`` (texts are never split across passes)
-        heads = np.flatnonzero(np.diff(where, prepend=-1)).tolist()
-        for a, b in zip(heads, [*heads[1:], len(where)], strict=True):
-            sink(int(where[a]), docs[a:b], local[a:b])
+        sink(where[sort].tolist(), docs[sort].tolist(), local[sort].tolist())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 
-from spanchor_core.corpus import Corpus, load_corpus, sha256_text
+from spanchor_core.corpus import Corpus, Document, load_corpus, sha256_text
 from spanchor_core.corpus import load as load_module
 from spanchor_core.errors import CorpusError, InputError
 
@@ -152,3 +154,44 @@ def test_the_directory_walk_loads_what_rglob_finds(
         assert document.sha256 == sha256_text(document.text)
     if "crlf" in fast:
         assert fast["crlf"].text == "line one\nline two\n"
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3 << 20])
+def test_files_of_any_size_are_read_whole(tmp_path: Path, size: int) -> None:
+    data = (b"abcdefghij\n" * (size // 11 + 1))[:size]
+    (tmp_path / "a.md").write_bytes(data)
+    (tmp_path / "b.md").write_bytes(b"x")  # an empty file alone is an empty corpus
+    corpus = load_corpus(tmp_path)
+    assert corpus.text("a") == data.decode("ascii")
+    assert corpus["a"].sha256 == sha256_text(data.decode("ascii"))
+
+
+def test_a_loaded_documents_path_is_a_path_like_any_other(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.md").write_text("alpha", encoding="utf-8")
+    loaded = load_corpus(tmp_path)["sub/a"]
+    built = Document("sub/a", "alpha", sha256_text("alpha"), tmp_path / "sub" / "a.md")
+    assert loaded == built
+    assert hash(loaded) == hash(built)
+    assert repr(loaded) == repr(built)
+    assert type(loaded.path) is type(built.path)
+    assert loaded.path == tmp_path / "sub" / "a.md"
+    assert loaded.path is loaded.path  # made once
+    again = pickle.loads(pickle.dumps(load_corpus(tmp_path)["sub/a"]))
+    assert again == built
+    assert type(again.path) is type(built.path)
+    assert dataclasses.replace(load_corpus(tmp_path)["sub/a"], id="b").path == built.path
+    assert dataclasses.asdict(load_corpus(tmp_path)["sub/a"]) == dataclasses.asdict(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        loaded.path = None  # type: ignore[misc]
+    # a value given by hand is kept as given, whatever it is
+    by_hand: object = Document("x", "t", "h", "plain text").path  # type: ignore[arg-type]
+    assert by_hand == "plain text"
+    assert Document("x", "t", "h").path is None
+
+
+def test_a_duplicate_id_names_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("one", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("two", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"a\.txt and a\.md would both get the document id 'a'"):
+        load_corpus(tmp_path)
