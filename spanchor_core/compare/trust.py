@@ -168,14 +168,10 @@ def _failure_findings(
     if not answered or table.records is None or not getattr(table, "has_result_spans", False):
         return []
     failed = tuple(getattr(table, "errors", ()))
-    example = ""
-    if failed and isinstance(table, Mapping):
-        error = getattr(table[failed[0]], "error", None)
-        if error:
-            example = f", e.g. {failed[0]}: {error}"
+    # query ids only: error texts may hold what --redact keeps out of every output
     if table.mapping.total == 0:
         why = (
-            f" ({len(failed)} of them failed{example})"
+            f" ({len(failed)} of them failed: {_listed(failed)})"
             if failed
             else "; was the index empty, or the retriever given no documents?"
         )
@@ -195,8 +191,8 @@ def _failure_findings(
             "error",
             "failed_retrievals",
             f"the {side} run cannot be trusted: the retrieval failed for {len(failed)} of its "
-            f"{answered} recorded queries ({rate:.1%}, limit {max_unmapped_rate:.1%}{example}); "
-            "was the retriever or its service down?",
+            f"{answered} recorded queries ({rate:.1%}, limit {max_unmapped_rate:.1%}: "
+            f"{_listed(failed)}); was the retriever or its service down?",
             query_ids=failed,
         )
     ]
