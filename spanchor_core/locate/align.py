@@ -13,7 +13,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import Indel, LCSseq
 
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.text import normalise_with_positions
@@ -26,6 +26,7 @@ _EDGE_MIN: Final = 4  # shorter unaligned edges are only extended by exact chara
 _EDGE_GAP: Final = 48  # source characters an edge may skip (dropped words, markup) to match
 _EDGE_MAX: Final = 160  # longer unaligned edges are not text the pipeline kept: not extended
 _EDGE_SLACK: Final = 0.1  # alignments this far below the threshold are not worth extending
+_EDGE_SCORE: Final = 80  # how well (partial ratio, 0-100) an edge must match beside the span
 
 Aligned = tuple[float, int, int]
 """``(score, canonical start, canonical end)`` of one alignment inside one document."""
@@ -133,13 +134,31 @@ def extend_edges(
     head = chunk[:a_lo]
     if _EDGE_MIN <= len(head) <= _EDGE_MAX and lo > 0:
         before = window[max(0, lo - len(head) - _EDGE_GAP) : lo]
-        found = fuzz.partial_ratio_alignment(head, before, score_cutoff=80)
-        if found is not None:
-            lo = lo - len(before) + found.dest_start
+        if _may_match(head, before):
+            found = fuzz.partial_ratio_alignment(head, before, score_cutoff=_EDGE_SCORE)
+            if found is not None:
+                lo = lo - len(before) + found.dest_start
     tail = chunk[a_hi:]
     if _EDGE_MIN <= len(tail) <= _EDGE_MAX and hi < len(window):
         after = window[hi : hi + len(tail) + _EDGE_GAP]
-        found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=80)
-        if found is not None:
-            hi = hi + found.dest_end
+        if _may_match(tail, after):
+            found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=_EDGE_SCORE)
+            if found is not None:
+                hi = hi + found.dest_end
     return lo, hi
+
+
+def _may_match(edge: str, source: str) -> bool:
+    """False when ``fuzz.partial_ratio_alignment(edge, source)`` is sure to score under
+    ``_EDGE_SCORE``, from the longest common subsequence ``m`` of the two alone (a fifth of
+    the cost of the partial alignment; a prepended header is the common case).
+
+    The partial ratio is the ratio of the shorter string ``x`` (either, when of one length)
+    with a substring ``y`` of the other: ``200 c / (|x| + |y|)`` for their common subsequence
+    ``c``, and ``c <= min(m, |y|)``. Over ``|y|`` that is largest at ``|y| = m``, so the score
+    is at most ``200 m / (|x| + m)``; below ``_EDGE_SCORE - 1`` (one point of margin, far more
+    than rounding), there is no match.
+    """
+    m = LCSseq.similarity(edge, source)
+    shorter = min(len(edge), len(source))
+    return 200 * m >= (_EDGE_SCORE - 1) * (shorter + m)
