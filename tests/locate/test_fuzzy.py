@@ -125,7 +125,7 @@ def test_clusters_of_one_text_match_the_batched_grouping(
 def test_votes_are_ordered_as_lexsort_orders_them(
     votes: list[tuple[int, int, int]], scale: int
 ) -> None:
-    # packed into one key while it fits in 62 bits (scale 1, mostly), np.lexsort beyond (1 << 52: spans past 1 << 62)
+    # packed into one key while it fits in 62 bits (scale 1), np.lexsort mostly beyond (1 << 52)
     from spanchor_core.locate.fuzzy import _vote_order
 
     rows, docs, diagonals = np.array(votes, dtype=np.int64).T
