@@ -51,8 +51,12 @@ def align_window(
 ) -> Aligned | None:
     """:func:`align_span` once the window is normalised: ``window`` is the normalised source
     window, whose ``n``-th character lies at canonical offset ``origin + kept[n]``."""
+    common = -1  # the ratio's common subsequence, when the alignment tells it
     if len(chunk) * len(window) <= _ALIGN_CELLS:
-        found = aligned_bounds(chunk, window)
+        bounds = _bounds(chunk, window)
+        found = None if bounds is None else bounds[:4]
+        if bounds is not None:
+            common = bounds[4]
     else:
         # Long texts: the full alignment matrix would be too big, so place the start
         # by aligning the heads and the end by aligning the tails.
@@ -67,7 +71,11 @@ def align_window(
     if found is None or found[3] <= found[2]:
         return None
     a_lo, a_hi, n_lo, n_hi = found
-    score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
+    if common >= 0:
+        size = len(chunk) + n_hi - n_lo  # fuzz.ratio's arithmetic (normalised Indel distance)
+        score = (1.0 - (size - 2 * common) / size) * 100 / 100.0
+    else:
+        score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
     if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
         return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
     lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
@@ -90,35 +98,58 @@ def aligned_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
     ends grow character by character, undoing the aligner's arbitrary choice between
     equally good alignments.
     """
+    found = _bounds(chunk, window)
+    return None if found is None else found[:4]
+
+
+def _bounds(chunk: str, window: str) -> tuple[int, int, int, int, int] | None:
+    """:func:`aligned_bounds`, and the length of the longest common subsequence of ``chunk``
+    and ``window[lo:hi]`` when the alignment tells it (else -1), so that their ratio needs no
+    second alignment (the cost of a third of one).
+
+    The run's blocks and the characters its ends grew by are a common subsequence of the two:
+    a lower bound. The longest is at most the shorter string, and at most the characters all
+    the blocks match (rapidfuzz's alignment is an optimal one of ``chunk`` and all of
+    ``window``). When the bounds meet, that is its length; they do for most alignments (the
+    chunk matched whole, or the window's span matched whole).
+    """
     # each block's fields read once: they are properties of an extension type, and reading
     # them is most of this loop's cost. The gap before a block is the characters skipped on
     # both sides since the previous block ended: (a + b) - (previous a + b + 2 size).
     best_score = -1
     a_lo = lo = a_hi = hi = 0
     cur_score = cur_a = cur_b = reach = 0
+    cur_matched = best_matched = total = 0
     first = True
     for blk in Indel.opcodes(chunk, window).as_matching_blocks():
         size = blk.size
         if size <= 0:
             continue
         a, b = blk.a, blk.b
+        total += size
         if first or cur_score - (a + b - reach) <= 0:
-            cur_score, cur_a, cur_b = size, a, b
+            cur_score, cur_a, cur_b, cur_matched = size, a, b, size
             first = False
         else:
             cur_score += size - (a + b - reach)
+            cur_matched += size
         if cur_score > best_score:
             best_score, a_lo, lo, a_hi, hi = cur_score, cur_a, cur_b, a + size, b + size
+            best_matched = cur_matched
         reach = a + b + 2 * size
     if first:
         return None
+    grown = a_hi - a_lo
     while a_lo > 0 and lo > 0 and chunk[a_lo - 1] == window[lo - 1]:
         a_lo -= 1
         lo -= 1
     while a_hi < len(chunk) and hi < len(window) and chunk[a_hi] == window[hi]:
         a_hi += 1
         hi += 1
-    return a_lo, a_hi, lo, hi
+    common = best_matched + (a_hi - a_lo) - grown
+    if common != min(len(chunk), hi - lo, total):
+        common = -1
+    return a_lo, a_hi, lo, hi, common
 
 
 def extend_edges(

@@ -7,10 +7,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import Indel, LCSseq
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.align import (
+    _bounds,
     _may_match,
     align_span,
     align_window,
@@ -59,6 +60,22 @@ _letters = st.text(alphabet=st.sampled_from("abcd"), max_size=80)
 @given(chunk=_letters, window=_letters)
 def test_aligned_bounds_is_kadane_over_the_matching_blocks(chunk: str, window: str) -> None:
     assert aligned_bounds(chunk, window) == _reference_bounds(chunk, window)
+
+
+@settings(max_examples=400, deadline=None)
+@given(chunk=_letters, window=_letters, cut=st.integers(0, 40))
+def test_the_common_subsequence_the_alignment_tells_is_the_ratios(
+    chunk: str, window: str, cut: int
+) -> None:
+    # a window holding the chunk with some letters dropped, so that the bounds often meet
+    for win in (window, window[:cut] + chunk[::2] + window[cut:]):
+        found = _bounds(chunk, win)
+        if found is None or found[4] < 0:
+            continue
+        lo, hi, common = found[2], found[3], found[4]
+        assert common == LCSseq.similarity(chunk, win[lo:hi])
+        size = len(chunk) + hi - lo
+        assert (1.0 - (size - 2 * common) / size) * 100 == fuzz.ratio(chunk, win[lo:hi])
 
 
 def test_aligned_bounds_drops_stray_matches_before_the_text() -> None:
