@@ -13,7 +13,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import Indel, LCSseq
 
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.text import normalise_with_positions
@@ -26,6 +26,7 @@ _EDGE_MIN: Final = 4  # shorter unaligned edges are only extended by exact chara
 _EDGE_GAP: Final = 48  # source characters an edge may skip (dropped words, markup) to match
 _EDGE_MAX: Final = 160  # longer unaligned edges are not text the pipeline kept: not extended
 _EDGE_SLACK: Final = 0.1  # alignments this far below the threshold are not worth extending
+_EDGE_SCORE: Final = 80  # how well (partial ratio, 0-100) an edge must match beside the span
 
 Aligned = tuple[float, int, int]
 """``(score, canonical start, canonical end)`` of one alignment inside one document."""
@@ -50,8 +51,12 @@ def align_window(
 ) -> Aligned | None:
     """:func:`align_span` once the window is normalised: ``window`` is the normalised source
     window, whose ``n``-th character lies at canonical offset ``origin + kept[n]``."""
+    common = -1  # the ratio's common subsequence, when the alignment tells it
     if len(chunk) * len(window) <= _ALIGN_CELLS:
-        found = aligned_bounds(chunk, window)
+        bounds = _bounds(chunk, window)
+        found = None if bounds is None else bounds[:4]
+        if bounds is not None:
+            common = bounds[4]
     else:
         # Long texts: the full alignment matrix would be too big, so place the start
         # by aligning the heads and the end by aligning the tails.
@@ -66,7 +71,11 @@ def align_window(
     if found is None or found[3] <= found[2]:
         return None
     a_lo, a_hi, n_lo, n_hi = found
-    score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
+    if common >= 0:
+        size = len(chunk) + n_hi - n_lo  # fuzz.ratio's arithmetic (normalised Indel distance)
+        score = (1.0 - (size - 2 * common) / size) * 100 / 100.0
+    else:
+        score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
     if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
         return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
     lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
@@ -89,35 +98,58 @@ def aligned_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
     ends grow character by character, undoing the aligner's arbitrary choice between
     equally good alignments.
     """
+    found = _bounds(chunk, window)
+    return None if found is None else found[:4]
+
+
+def _bounds(chunk: str, window: str) -> tuple[int, int, int, int, int] | None:
+    """:func:`aligned_bounds`, and the length of the longest common subsequence of ``chunk``
+    and ``window[lo:hi]`` when the alignment tells it (else -1), so that their ratio needs no
+    second alignment (the cost of a third of one).
+
+    The run's blocks and the characters its ends grew by are a common subsequence of the two:
+    a lower bound. The longest is at most the shorter string, and at most the characters all
+    the blocks match (rapidfuzz's alignment is an optimal one of ``chunk`` and all of
+    ``window``). When the bounds meet, that is its length; they do for most alignments (the
+    chunk matched whole, or the window's span matched whole).
+    """
     # each block's fields read once: they are properties of an extension type, and reading
     # them is most of this loop's cost. The gap before a block is the characters skipped on
     # both sides since the previous block ended: (a + b) - (previous a + b + 2 size).
     best_score = -1
     a_lo = lo = a_hi = hi = 0
     cur_score = cur_a = cur_b = reach = 0
+    cur_matched = best_matched = total = 0
     first = True
     for blk in Indel.opcodes(chunk, window).as_matching_blocks():
         size = blk.size
         if size <= 0:
             continue
         a, b = blk.a, blk.b
+        total += size
         if first or cur_score - (a + b - reach) <= 0:
-            cur_score, cur_a, cur_b = size, a, b
+            cur_score, cur_a, cur_b, cur_matched = size, a, b, size
             first = False
         else:
             cur_score += size - (a + b - reach)
+            cur_matched += size
         if cur_score > best_score:
             best_score, a_lo, lo, a_hi, hi = cur_score, cur_a, cur_b, a + size, b + size
+            best_matched = cur_matched
         reach = a + b + 2 * size
     if first:
         return None
+    grown = a_hi - a_lo
     while a_lo > 0 and lo > 0 and chunk[a_lo - 1] == window[lo - 1]:
         a_lo -= 1
         lo -= 1
     while a_hi < len(chunk) and hi < len(window) and chunk[a_hi] == window[hi]:
         a_hi += 1
         hi += 1
-    return a_lo, a_hi, lo, hi
+    common = best_matched + (a_hi - a_lo) - grown
+    if common != min(len(chunk), hi - lo, total):
+        common = -1
+    return a_lo, a_hi, lo, hi, common
 
 
 def extend_edges(
@@ -133,13 +165,31 @@ def extend_edges(
     head = chunk[:a_lo]
     if _EDGE_MIN <= len(head) <= _EDGE_MAX and lo > 0:
         before = window[max(0, lo - len(head) - _EDGE_GAP) : lo]
-        found = fuzz.partial_ratio_alignment(head, before, score_cutoff=80)
-        if found is not None:
-            lo = lo - len(before) + found.dest_start
+        if _may_match(head, before):
+            found = fuzz.partial_ratio_alignment(head, before, score_cutoff=_EDGE_SCORE)
+            if found is not None:
+                lo = lo - len(before) + found.dest_start
     tail = chunk[a_hi:]
     if _EDGE_MIN <= len(tail) <= _EDGE_MAX and hi < len(window):
         after = window[hi : hi + len(tail) + _EDGE_GAP]
-        found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=80)
-        if found is not None:
-            hi = hi + found.dest_end
+        if _may_match(tail, after):
+            found = fuzz.partial_ratio_alignment(tail, after, score_cutoff=_EDGE_SCORE)
+            if found is not None:
+                hi = hi + found.dest_end
     return lo, hi
+
+
+def _may_match(edge: str, source: str) -> bool:
+    """False when ``fuzz.partial_ratio_alignment(edge, source)`` is sure to score under
+    ``_EDGE_SCORE``, from the longest common subsequence ``m`` of the two alone (a fifth of
+    the cost of the partial alignment; a prepended header is the common case).
+
+    The partial ratio is the ratio of the shorter string ``x`` (either, when of one length)
+    with a substring ``y`` of the other: ``200 c / (|x| + |y|)`` for their common subsequence
+    ``c``, and ``c <= min(m, |y|)``. Over ``|y|`` that is largest at ``|y| = m``, so the score
+    is at most ``200 m / (|x| + m)``; below ``_EDGE_SCORE - 1`` (one point of margin, far more
+    than rounding), there is no match.
+    """
+    m = LCSseq.similarity(edge, source)
+    shorter = min(len(edge), len(source))
+    return 200 * m >= (_EDGE_SCORE - 1) * (shorter + m)

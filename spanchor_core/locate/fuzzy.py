@@ -137,7 +137,7 @@ def _add_clusters(
     """
     if not len(rows):
         return
-    order = np.lexsort((diagonals, docs, rows))
+    order = _vote_order(rows, docs, diagonals)
     rows, docs, diagonals = rows[order], docs[order], diagonals[order]
     new = np.ones(len(rows), dtype=np.bool_)
     new[1:] = (
@@ -156,6 +156,23 @@ def _add_clusters(
         strict=True,
     ):
         clusters[row].append((doc, lo, hi, count))
+
+
+def _vote_order(rows: I64, docs: I64, diagonals: I64) -> I64:
+    """The order that sorts the votes by ``(row, document, diagonal)``: one sort of the three
+    packed into one integer, when they fit in 62 bits (always, in practice; a sixth of the
+    cost of ``np.lexsort``, which sorts once per key), else ``np.lexsort``. Votes with equal
+    keys are equal, so the sorted votes are the same either way."""
+    lows = [int(a.min()) for a in (rows, docs, diagonals)]
+    spans = [int(a.max()) - low + 1 for a, low in zip((rows, docs, diagonals), lows, strict=True)]
+    if spans[0] * spans[1] * spans[2] >= 1 << 62:
+        order: I64 = np.lexsort((diagonals, docs, rows))
+        return order
+    key = (rows - lows[0]) * spans[1] + (docs - lows[1])
+    key *= spans[2]
+    key += diagonals - lows[2]
+    packed: I64 = np.argsort(key, kind="stable")
+    return packed
 
 
 def clusters_of(vote: list[tuple[int, int]]) -> list[Cluster]:

@@ -55,7 +55,14 @@ def normalise_with_positions(text: str) -> tuple[str, npt.NDArray[np.intp]]:
     """:func:`normalise` of ``text`` and, for each of its characters, its offset in ``text``."""
     if text.isascii():
         raw = text.encode("ascii")
-        kept = np.flatnonzero(_ASCII_KEEP[np.frombuffer(raw, dtype=np.uint8)])
+        octets = np.frombuffer(raw, dtype=np.uint8)
+        # every byte above U+0020 is kept; only control characters are looked up (a table
+        # lookup of every byte costs a hundred comparisons)
+        mask = octets > 32
+        check = np.flatnonzero(octets < 32)
+        if len(check):
+            mask[check] = _ASCII_KEEP[octets[check]]
+        kept = np.flatnonzero(mask)
         return raw.lower().translate(None, _ASCII_SPACE).decode("ascii"), kept
     codes = code_points(fold(text))
     kept = np.flatnonzero(non_space_mask(codes))

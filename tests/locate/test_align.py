@@ -6,10 +6,18 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rapidfuzz.distance import Indel
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel, LCSseq
 
 from spanchor_core.corpus import Corpus
-from spanchor_core.locate.align import align_span, align_window, aligned_bounds
+from spanchor_core.locate.align import (
+    _bounds,
+    _may_match,
+    align_span,
+    align_window,
+    aligned_bounds,
+    extend_edges,
+)
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.normalised_view import CHECKPOINT
 from spanchor_core.locate.settings import LocatorSettings
@@ -52,6 +60,22 @@ _letters = st.text(alphabet=st.sampled_from("abcd"), max_size=80)
 @given(chunk=_letters, window=_letters)
 def test_aligned_bounds_is_kadane_over_the_matching_blocks(chunk: str, window: str) -> None:
     assert aligned_bounds(chunk, window) == _reference_bounds(chunk, window)
+
+
+@settings(max_examples=400, deadline=None)
+@given(chunk=_letters, window=_letters, cut=st.integers(0, 40))
+def test_the_common_subsequence_the_alignment_tells_is_the_ratios(
+    chunk: str, window: str, cut: int
+) -> None:
+    # a window holding the chunk with some letters dropped, so that the bounds often meet
+    for win in (window, window[:cut] + chunk[::2] + window[cut:]):
+        found = _bounds(chunk, win)
+        if found is None or found[4] < 0:
+            continue
+        lo, hi, common = found[2], found[3], found[4]
+        assert common == LCSseq.similarity(chunk, win[lo:hi])
+        size = len(chunk) + hi - lo
+        assert (1.0 - (size - 2 * common) / size) * 100 == fuzz.ratio(chunk, win[lo:hi])
 
 
 def test_aligned_bounds_drops_stray_matches_before_the_text() -> None:
@@ -147,3 +171,25 @@ def test_normalised_points_equal_to_normalised_one_at_a_time(
             canonical += [at - 1, at, at + 1]
     expected = [view.to_normalised(d, c) for d, c in zip(docs, canonical, strict=True)]
     assert normalised_points(view, docs, canonical) == expected
+
+
+_EDGE_TEXT = st.text(alphabet=st.sampled_from("abcd"), min_size=1, max_size=90)
+
+
+@settings(max_examples=500, deadline=None)
+@given(edge=_EDGE_TEXT, source=_EDGE_TEXT, cut=st.integers(0, 30))
+def test_an_edge_ruled_out_has_no_partial_match(edge: str, source: str, cut: int) -> None:
+    # a source holding most of the edge too, so that both answers occur
+    for src in (source, source[:cut] + edge[cut:] + source[cut:]):
+        if not _may_match(edge, src):
+            assert fuzz.partial_ratio_alignment(edge, src, score_cutoff=80) is None
+
+
+def test_a_header_edge_is_ruled_out_and_a_dropped_word_is_not() -> None:
+    assert not _may_match("source:corpus/file.mdtitle:asyntheticdocument", "onbabuwi.bacatuwu" * 4)
+    assert _may_match("thequickbrown", "xxthequickbrovnyy")
+    # the edges extend as before: the tail matches the source after the span, the head not
+    chunk = "source:corpus/file.md" + "foxjumpsoverthelazydog" + "andruns"
+    window = "zzzzqqqq" + "foxjumpsoverthelazydog" + "andrunsfast"
+    lo, hi = 8, 8 + 22
+    assert extend_edges(chunk, window, 21, 43, lo, hi) == (lo, hi + 7)

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanchor_core.locate.candidates import MinimizerSearch
+from spanchor_core.locate.candidates import MinimizerSearch, _minimizers
 from spanchor_core.locate.hashing import KgramHasher, minimizer_mask
 from spanchor_core.locate.settings import LocatorSettings
 from spanchor_core.locate.text import code_points
@@ -41,3 +41,36 @@ def test_batched_minimizers_equal_each_text_alone(texts: list[str], limit: int |
             found[lo_row + row].append((off, key))
     cut = [t if limit is None else t[:limit] for t in texts]
     assert found == [_alone(t, hasher, _SETTINGS.window) for t in cut]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        # few distinct values: ties everywhere; 0 and SENTINEL are never chosen
+        st.lists(st.sampled_from([0, 1, 2, 3, 7, 2**64 - 1]), min_size=0, max_size=30),
+        min_size=1,
+        max_size=6,
+    ),
+    window=st.integers(1, 6),
+    extra=st.integers(0, 3),
+)
+def test_flat_minimizers_equal_each_row_alone(
+    rows: list[list[int]], window: int, extra: int
+) -> None:
+    # rows of k-gram hashes (all but the last padded with junk up to ``width``, as hashing
+    # the rows end to end leaves them), each with its own number of full windows
+    width = max(len(r) for r in rows) + extra
+    junk = [5, 0, 1]
+    flat: list[int] = []
+    for i, row in enumerate(rows):
+        flat += row
+        if i < len(rows) - 1:
+            flat += [junk[j % 3] for j in range(width - len(row))]
+    h = np.array(flat, dtype=np.uint64)
+    windows = [len(r) - window + 1 for r in rows]
+    expected: list[int] = []
+    for i, row in enumerate(rows):
+        if len(row) >= window:
+            mask = minimizer_mask(np.array(row, dtype=np.uint64), window)
+            expected += (i * width + np.flatnonzero(mask)).tolist()
+    assert _minimizers(h, width, window, windows).tolist() == expected

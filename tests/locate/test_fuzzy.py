@@ -112,3 +112,25 @@ def test_clusters_of_one_text_match_the_batched_grouping(
     for row in range(4):
         mine = [(d, dg) for r, d, dg in votes if r == row]
         assert clusters_of(mine) == batched[row]
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(-50, 400)),
+        min_size=1,
+        max_size=60,
+    ),
+    st.sampled_from([1, 1 << 52]),
+)
+def test_votes_are_ordered_as_lexsort_orders_them(
+    votes: list[tuple[int, int, int]], scale: int
+) -> None:
+    # packed into one key while it fits in 62 bits (scale 1), np.lexsort mostly beyond (1 << 52)
+    from spanchor_core.locate.fuzzy import _vote_order
+
+    rows, docs, diagonals = np.array(votes, dtype=np.int64).T
+    diagonals = diagonals * scale
+    order = _vote_order(rows, docs, diagonals)
+    expected = np.lexsort((diagonals, docs, rows))
+    for a in (rows, docs, diagonals):
+        assert a[order].tolist() == a[expected].tolist()
