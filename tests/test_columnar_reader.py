@@ -23,8 +23,8 @@ from spanchor_core.evaluate import (
     write_evaluation,
 )
 from spanchor_core.evaluate import file as evaluation_file
-from spanchor_core.evaluate.file_columns import PLAIN_LINE
 from spanchor_core.evaluate.file_models import EvaluationFile
+from spanchor_core.evaluate.file_pattern import PLAIN_LINE
 from spanchor_core.evaluate.model import MetricRow, QueryTable, TraceSummary
 from spanchor_core.spans import DocSpan
 

@@ -18,11 +18,12 @@ import orjson
 from pydantic import ValidationError
 
 from spanchor_core.errors import EvaluationFileError
-from spanchor_core.evaluate.file_columns import PLAIN_LINE, _Columns
+from spanchor_core.evaluate.file_columns import _Columns
 from spanchor_core.evaluate.file_models import (
     _CURRENT_FORMAT,
     EvaluationFile,
 )
+from spanchor_core.evaluate.file_pattern import PLAIN_LINE
 from spanchor_core.evaluate.file_queries import (
     _ESCAPED_COLONS,
     _JSON_SPACE,
