@@ -660,3 +660,37 @@ def test_a_lone_surrogate_in_a_comparison_file_is_an_evaluation_file_error(
     path.write_text(text, encoding="utf-8")
     with pytest.raises(EvaluationFileError, match="lone surrogate U\\+D800"):
         read_comparison(path)
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "code"),
+    [
+        ({"context": 57}, {"context": 50}, None),  # one stage, missing queries aside
+        ({"context": 57}, {"retrieval": 57}, "stage_mismatch"),  # the context step missed
+        ({"postprocessed": 57}, {"retrieval": 57}, "stage_mismatch"),
+        ({"retrieval": 57}, {"postprocessed": 57}, "stage_change"),  # a reranker added
+        ({"retrieval": 5, "context": 52}, {"retrieval": 5, "context": 52}, None),
+        ({"retrieval": 5, "context": 52}, {"retrieval": 10, "context": 104}, None),  # shares
+        ({"retrieval": 5, "context": 52}, {"retrieval": 8, "context": 49}, "stage_mismatch"),
+        ({"retrieval": 8, "context": 49}, {"retrieval": 5, "context": 52}, "stage_change"),
+        ({"context": 57}, {"retrieval": 3, "context": 54}, "stage_mismatch"),
+        ({"postprocessed": 57}, {"retrieval": 1, "context": 56}, "stage_mismatch"),
+        (None, {"context": 57}, None),  # unknown (an older file, 0.x): nothing to compare
+        ({"context": 57}, {}, None),
+        ({"context": 57}, {"rewritten": 57}, None),  # a stage of a newer version: unknown
+    ],
+)
+def test_stage_findings(
+    base: dict[str, int] | None, cand: dict[str, int] | None, code: str | None
+) -> None:
+    from types import SimpleNamespace
+
+    from spanchor_core.compare.trust import stage_findings
+
+    found = stage_findings(
+        [("baseline", SimpleNamespace(stages=base))], SimpleNamespace(stages=cand)
+    )
+    assert [f.code for f in found] == ([] if code is None else [code])
+    if code is not None:
+        assert found[0].severity == ("error" if code == "stage_mismatch" else "warning")
+        assert found[0].message.startswith("the baseline was scored at stage ")

@@ -169,6 +169,7 @@ def test_the_file_from_columns_is_the_file_from_objects(tmp_path: Path, redact: 
         mapping=scored.mapping,
         warnings=scored.warnings,
         records=scored.records,
+        stages=scored.stages,
     )
     assert _scored_columns(objects) is None
     write_evaluation(scored, tmp_path / "columns.json", redact=redact)

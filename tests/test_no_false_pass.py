@@ -116,24 +116,203 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each question recorded twice with no trace id — what a hand-rolled recorder gives for a
-    hybrid (two retrievers) — is two askings whose scores are averaged: the gate may pass on
-    the mean, but it says so, naming the queries, and the comparison file keeps the finding."""
+    hybrid (two retrievers) — is two askings whose scores are averaged. Against a baseline
+    that answered each question once the recording changed shape: untrusted, naming the
+    queries. With the same shape on both sides the gate compares means and says so."""
     header, *records = _lines(BASE)
     doubled = [header, *(copy for record in records for copy in (record, dict(record)))]
     for record in doubled[1:]:
         record.pop("trace_id", None)
     candidate = _write(tmp_path / "twice.jsonl", doubled)
     code, lines = _gate(capsys, BASE, candidate)
-    assert code == 0  # the same results twice: the mean is the truth here
+    assert code == 3
+    finding = next(line for line in lines if "without a trace id" in line)
+    assert f"for {len(records)} queries that the baseline answered once" in finding
+    assert "--group source:NAME" in finding
+    assert lines[-1].startswith("UNTRUSTED")
+    # the baseline recorded the same way: means against means, with a warning
+    code, lines = _gate(capsys, candidate, candidate)
+    assert code == 0
     warning = next(line for line in lines if "more than one trace" in line)
-    assert warning.startswith("warning: the candidate run")
+    assert warning.startswith("warning: the baseline run")
     assert f"asked {len(records)} of {len(records)} gold queries in more than one trace" in warning
     assert "--group" in warning
-    # half the askings bad: the mean halves the loss, and the warning says why it may be small
+    # half the askings bad: the mean halves the loss, and the gate still does not pass
     damaged = _unmapped(BASE, tmp_path / "bad.jsonl")
     bad_records = _lines(damaged)[1:]
     mixed = [header, *(copy for pair in zip(records, bad_records, strict=True) for copy in pair)]
-    code, lines = _gate(capsys, BASE, _write(tmp_path / "mixed.jsonl", mixed))
+    for record in mixed[1:]:
+        record.pop("trace_id", None)
+    code, lines = _gate(capsys, candidate, _write(tmp_path / "mixed.jsonl", mixed))
     assert code != 0
     assert any("more than one trace" in line for line in lines)
     assert not any(line.startswith("PASS") for line in lines)
+
+
+def test_repeats_with_trace_ids_are_askings_and_only_warn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two traces of each question (the app really asked twice, as the integrations record
+    it) against one asking: a mean of real askings, so a warning, not a refusal."""
+    header, *records = _lines(BASE)
+    twice = [
+        {**record, "trace_id": f"{record['query_id']}-{n}"} for record in records for n in (1, 2)
+    ]
+    code, lines = _gate(capsys, BASE, _write(tmp_path / "asked.jsonl", [header, *twice]))
+    assert code == 0
+    assert any(line.startswith("warning: the candidate run asked") for line in lines)
+    assert not any("without a trace id" in line for line in lines)
+
+
+def _staged(source: Path, target: Path, stages: tuple[str, ...]) -> Path:
+    """``source``'s records, each written once per stage in ``stages`` (same results, one
+    trace per question): what an app recorded before and after a reranker looks like."""
+    header, *records = _lines(source)
+    staged = [
+        {**record, "stage": stage, "trace_id": f"t-{record['query_id']}", "sequence": n}
+        for record in records
+        for n, stage in enumerate(stages)
+    ]
+    return _write(target, [header, *staged])
+
+
+def test_sides_recorded_at_different_stages_are_untrusted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same results recorded as ``context`` in the baseline and as raw ``retrieval`` in
+    the candidate: the candidate's recording missed the step the model sees, so its deltas
+    compare different steps of the app: not a PASS, whatever they say."""
+    context = _staged(BASE, tmp_path / "ctx.jsonl", ("context",))
+    raw = _staged(BASE, tmp_path / "raw.jsonl", ("retrieval",))
+    code, lines = _gate(capsys, context, raw)
+    assert code == 3
+    finding = next(line for line in lines if "scored at stage" in line)
+    assert "baseline was scored at stage context (57 askings)" in finding
+    assert "candidate at retrieval (57 askings)" in finding
+    assert "did it miss them?" in finding
+    assert "--group stage:NAME" in finding
+    assert lines[-1].startswith("UNTRUSTED")
+    # an app that records both stages, against one that recorded the retrieval only
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    assert _gate(capsys, both, raw)[0] == 3
+    # the other way round the app gained a step (a reranker added): compared, with a warning
+    code, lines = _gate(capsys, raw, context)
+    assert code == 0
+    assert any(line.startswith("warning: the baseline was scored at stage retr") for line in lines)
+    # the same stage on both sides is an ordinary comparison
+    assert _gate(capsys, context, context)[0] == 0
+    regressed = _staged(CAND, tmp_path / "c.jsonl", ("retrieval", "context"))
+    assert _gate(capsys, both, regressed)[0] == 1
+
+
+def test_one_stage_picked_on_both_sides_compares_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    raw = _staged(BASE, tmp_path / "raw.jsonl", ("retrieval",))
+    code = main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(both),
+         "--candidate", str(raw), "--config", str(QUICKSTART / "spanchor.toml"),
+         "--group", "stage:retrieval"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "PASS" in out
+
+
+def test_a_few_queries_at_another_stage_are_caught_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mixed sides: the candidate lost the context record of 3 questions, so those are scored
+    on their raw retrieval; the stage counts differ and the gate says so."""
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    header, *records = _lines(both)
+    lost = {r["query_id"] for r in records[:6:2]}
+    kept = [r for r in records if not (r["query_id"] in lost and r["stage"] == "context")]
+    code, lines = _gate(capsys, both, _write(tmp_path / "lost.jsonl", [header, *kept]))
+    assert code == 3
+    finding = next(line for line in lines if "scored at stage" in line)
+    assert "candidate at retrieval (3 askings), context (54 askings)" in finding
+
+
+def _failed(source: Path, target: Path, every: int, *, error: bool = True) -> Path:
+    """``source`` with the results of every ``every``-th record dropped, as a failed retrieval
+    (``error``) or as a retriever that returned nothing."""
+    header, *records = _lines(source)
+    for number, record in enumerate(records):
+        if number % every == 0:
+            record["results"] = []
+            if error:
+                record["error"] = "TimeoutError: the vector store did not answer"
+    return _write(target, [header, *records])
+
+
+def test_runs_that_returned_nothing_never_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI job whose index came up empty, or whose retriever was down, for both runs: every
+    score is 0 on both sides, so nothing regressed, and still it is no PASS."""
+    empty = _failed(BASE, tmp_path / "empty.jsonl", 1, error=False)
+    code, lines = _gate(capsys, empty, empty)
+    assert code == 3
+    assert lines[-1].startswith("UNTRUSTED")
+    assert any(
+        line.startswith(
+            "error: the baseline run cannot be trusted: it returned no result for any of its 57 "
+            "recorded queries; was the index empty"
+        )
+        for line in lines
+    )
+    down = _failed(BASE, tmp_path / "down.jsonl", 1)
+    code, lines = _gate(capsys, down, down)
+    assert code == 3
+    assert any(
+        "it returned no result for any of its 57 recorded queries (57 of them failed, e.g. q01: "
+        "TimeoutError: the vector store did not answer)" in line
+        for line in lines
+    )
+
+
+def test_failed_retrievals_above_the_limit_are_untrusted_on_either_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failures where both sides failed hide any regression there: above the unmapped limit
+    (5 % in the quickstart's config) the side is untrusted; one failure in 57 is not."""
+    half = _failed(BASE, tmp_path / "half.jsonl", 2)
+    code, lines = _gate(capsys, half, half)
+    assert code == 3
+    finding = next(line for line in lines if "the retrieval failed for" in line)
+    assert "failed for 29 of its 57 recorded queries (50.9%, limit 5.0%, e.g. q01: " in finding
+    one = _failed(BASE, tmp_path / "one.jsonl", 100)
+    code, lines = _gate(capsys, one, one)
+    assert code == 0
+    assert not any("the retrieval failed" in line for line in lines)
+    code, _ = _gate(capsys, BASE, one)
+    assert code == 1  # the candidate's one failure is a regression, as before
+
+
+def test_evaluations_scored_under_different_grouping_rules_are_not_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two evaluation files of one run with several records per question, written with
+    different ``--group`` rules, score different lists: a settings mismatch (exit 2). The rule
+    changes nothing for one record per question, so such files still compare."""
+    both = _staged(BASE, tmp_path / "both.jsonl", ("retrieval", "context"))
+    from spanchor_core import evaluate, load_corpus, read_gold, read_run, write_evaluation
+
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    written = {}
+    for run, rule in ((both, "auto"), (both, "stage:retrieval"), (BASE, "auto"), (BASE, "first")):
+        out = tmp_path / f"{run.stem}-{rule.replace(':', '-')}.json"
+        write_evaluation(evaluate(corpus, gold, read_run(run), group=rule), out)
+        written[run.stem, rule] = out
+    code = main(
+        ["compare", str(written["both", "auto"]), str(written["both", "stage:retrieval"]), "-q"]
+    )
+    err = capsys.readouterr()
+    assert code == 2
+    assert "differ in grouping rule: baseline 'auto', candidate 'stage:retrieval'" in (
+        err.out + err.err
+    )
+    code = main(["compare", str(written["baseline", "auto"]), str(written["baseline", "first"])])
+    assert code == 0

@@ -76,7 +76,12 @@ from spanchor_core.compare.model import (
 )
 from spanchor_core.compare.noise import RepeatedBaseline
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
-from spanchor_core.compare.trust import coverage_of, trust_findings
+from spanchor_core.compare.trust import (
+    coverage_of,
+    repeat_findings,
+    stage_findings,
+    trust_findings,
+)
 from spanchor_core.errors import InputError
 from spanchor_core.policy import AggregateGate, Direction, Policy, default_policy
 
@@ -163,6 +168,31 @@ def _settings_findings(base: TableSettings, cand: TableSettings) -> list[Finding
                 )
             )
     return findings
+
+
+def _group_findings(baseline: object, candidate: object) -> list[Finding]:
+    """A ``settings_mismatch`` when the two evaluations were scored under different grouping
+    rules (``--group``) and either holds a query with several records, the only queries a rule
+    changes; plain tables and older files (no rule recorded) are not checked."""
+    rules = [getattr(getattr(t, "settings", None), "group", None) for t in (baseline, candidate)]
+    if None in rules or rules[0] == rules[1]:
+        return []
+    merged = 0
+    for table in (baseline, candidate):
+        queries = getattr(table, "queries", None)
+        if isinstance(queries, Mapping):
+            merged += sum(1 for query in queries.values() if getattr(query, "traces", ()))
+    if not merged:
+        return []
+    return [
+        Finding(
+            "error",
+            "settings_mismatch",
+            f"the evaluations differ in grouping rule: baseline {rules[0]!r}, candidate "
+            f"{rules[1]!r}, and {merged} scored {'query holds' if merged == 1 else 'queries hold'} "
+            "several records; their scores are not comparable (score both with one --group)",
+        )
+    ]
 
 
 def _missing_findings(
@@ -259,6 +289,7 @@ def _compare(
     base_settings = TableSettings.of(baseline.settings)
     cand_settings = TableSettings.of(candidate.settings)
     findings.extend(_settings_findings(base_settings, cand_settings))
+    findings.extend(_group_findings(baseline, candidate))
 
     base_metrics = set(baseline.metric_names)
     cand_metrics = set(candidate.metric_names)
@@ -289,6 +320,13 @@ def _compare(
         for label, member in repeated.members:
             findings.extend(trust_findings(f"baseline {label}", member, policy, max_unmapped_rate))
     findings.extend(trust_findings("candidate", candidate, policy, max_unmapped_rate))
+    sides = (
+        [("baseline", baseline)]
+        if repeated is None
+        else [(f"baseline {label}", member) for label, member in repeated.members]
+    )
+    findings.extend(stage_findings(sides, candidate))
+    findings.extend(repeat_findings(sides, candidate))
     findings.extend(_missing_findings(only_base, only_cand, policy))
     if len(common) < policy.min_queries:
         findings.append(

@@ -220,7 +220,16 @@ class AggregateChange:
 BAD_INPUT_FINDINGS = frozenset({"settings_mismatch", "missing_metric", "no_policy", "empty_policy"})
 """Error findings that mean the comparison itself is invalid (exit 2), not that a run failed."""
 
-UNTRUSTED_FINDINGS = frozenset({"incomplete_run", "unmapped_rate"})
+UNTRUSTED_FINDINGS = frozenset(
+    {
+        "incomplete_run",
+        "unmapped_rate",
+        "no_results",
+        "failed_retrievals",
+        "stage_mismatch",
+        "unmatched_repeats",
+    }
+)
 """Error findings that mean a side cannot be trusted (exit 3): see :mod:`.trust`."""
 
 _VERDICTS = {

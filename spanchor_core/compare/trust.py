@@ -11,24 +11,52 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   flaky ones (a warning); with ``"warn"`` it is a warning.
 * ``unmapped_rate`` — more than ``max_unmapped_rate`` of the side's results got no span
   (spanchor 0.x's exit 3).
+* ``no_results`` — the side returned no result at all for any query it recorded (an empty
+  index, a retriever that was down): every score is 0 and nothing can regress from it, so a
+  PASS would rest on no evidence.
+* ``failed_retrievals`` — more than ``max_unmapped_rate`` of the side's recorded queries hold
+  a failed retrieval (an ``error``): what the retriever would have returned is as unknown as
+  an unmapped result's span, and a baseline that failed where the candidate failed too hides
+  any regression there.
+* ``stage_mismatch`` — the candidate was scored at an earlier recording stage than the
+  baseline (its raw ``retrieval`` where the baseline has what a reranker or context builder
+  made of it, ``postprocessed``/``context``), for all questions or some: its recording missed
+  the step the model sees, and the deltas compare different steps of the app. Compared as
+  the share of askings at each later stage, from the stage counts each evaluation keeps
+  (:attr:`~spanchor_core.evaluate.Evaluation.stages`). The other way round (the candidate
+  scored on a later step: a reranker added) is the ``stage_change`` warning. Unknown on
+  either side (older files, 0.x): no finding.
 * ``repeated_queries`` (a warning) — some questions were asked in more than one trace, so
   their scores are means over the askings (:mod:`spanchor_core.grouping`). That is right for a
   question the app really asked twice, but it is also what a recording gives that holds one
   line per retrieval and no trace ids (a hybrid or a reranker recorded as separate retrievals),
   where a mean can halve a regression. The gate says so rather than pass quietly.
+* ``unmatched_repeats`` — one side holds several trace-less records for questions the other
+  side answered once: the shape of the recording changed between the runs (a hybrid or a
+  reranker now recorded as separate lines), and the mean over those "askings" compares
+  something else than the other side's one list. Untrusted. Repeats with trace ids are real
+  askings (the integrations write them) and stay a warning, as do repeats on both sides.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from spanchor_core.compare.model import UNTRUSTED_FINDINGS, Coverage, Finding, Severity
 from spanchor_core.policy import Policy
+from spanchor_core.runs.model import STAGES
 
-__all__ = ["UNTRUSTED_FINDINGS", "Coverage", "coverage_of", "trust_findings"]
+__all__ = [
+    "UNTRUSTED_FINDINGS",
+    "Coverage",
+    "coverage_of",
+    "repeat_findings",
+    "stage_findings",
+    "trust_findings",
+]
 
 _SHOWN_IDS = 5
 
@@ -36,6 +64,8 @@ _SHOWN_IDS = 5
 class _Rate(Protocol):
     @property
     def unmapped_rate(self) -> float: ...
+    @property
+    def total(self) -> int: ...
 
 
 @runtime_checkable
@@ -125,4 +155,160 @@ def trust_findings(
                 "against other documents?",
             )
         )
+    findings.extend(_failure_findings(side, table, total - len(missing), max_unmapped_rate))
+    return findings
+
+
+def _failure_findings(
+    side: str, table: _KnowsCoverage, answered: int, max_unmapped_rate: float | None
+) -> list[Finding]:
+    """``no_results`` and ``failed_retrievals`` of one side (see the module docstring); only
+    for evaluations scored from a run, which know their records and results (not spanchor 0.x
+    files, not tables built by hand)."""
+    if not answered or table.records is None or not getattr(table, "has_result_spans", False):
+        return []
+    failed = tuple(getattr(table, "errors", ()))
+    example = ""
+    if failed and isinstance(table, Mapping):
+        error = getattr(table[failed[0]], "error", None)
+        if error:
+            example = f", e.g. {failed[0]}: {error}"
+    if table.mapping.total == 0:
+        why = (
+            f" ({len(failed)} of them failed{example})"
+            if failed
+            else "; was the index empty, or the retriever given no documents?"
+        )
+        return [
+            Finding(
+                "error",
+                "no_results",
+                f"the {side} run cannot be trusted: it returned no result for any of its "
+                f"{answered} recorded {'query' if answered == 1 else 'queries'}{why}",
+            )
+        ]
+    rate = len(failed) / answered
+    if max_unmapped_rate is None or rate <= max_unmapped_rate:
+        return []
+    return [
+        Finding(
+            "error",
+            "failed_retrievals",
+            f"the {side} run cannot be trusted: the retrieval failed for {len(failed)} of its "
+            f"{answered} recorded queries ({rate:.1%}, limit {max_unmapped_rate:.1%}{example}); "
+            "was the retriever or its service down?",
+            query_ids=failed,
+        )
+    ]
+
+
+def _stages_of(table: object) -> dict[str, int] | None:
+    stages = getattr(table, "stages", None)
+    if not isinstance(stages, Mapping) or not stages:
+        return None
+    return dict(stages)
+
+
+def _stages_text(stages: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} ({n} asking{'s' if n != 1 else ''})" for name, n in stages.items())
+
+
+def _later_shares(stages: Mapping[str, int]) -> list[tuple[int, int]] | None:
+    """For each stage after the first, (askings at it or later, all askings); None when a
+    stage name is not one of ours (a newer file: nothing to compare)."""
+    if not set(stages) <= set(STAGES):
+        return None
+    total = sum(stages.values())
+    return [
+        (sum(stages.get(name, 0) for name in STAGES[at:]), total) for at in range(1, len(STAGES))
+    ]
+
+
+def stage_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
+    """The stage findings of each baseline (named side, table) against the candidate: an
+    untrusted ``stage_mismatch`` when the candidate holds a smaller share of its askings at a
+    later stage than the baseline (its recording lost the reranker or context step, for some
+    questions or all), a ``stage_change`` warning when it only holds more (the app gained a
+    step, or the baseline's recording missed one). Shares, not counts: missing queries are
+    reported on their own."""
+    cand = _stages_of(candidate)
+    cand_shares = None if cand is None else _later_shares(cand)
+    if cand is None or cand_shares is None:
+        return []
+    findings: list[Finding] = []
+    for side, table in baselines:
+        base = _stages_of(table)
+        base_shares = None if base is None else _later_shares(base)
+        if base is None or base_shares is None:
+            continue
+        # a/b < c/d, in integers: a*d < c*b
+        pairs = list(zip(base_shares, cand_shares, strict=True))
+        fewer = any(c * bt < b * ct for (b, bt), (c, ct) in pairs)
+        more = any(c * bt > b * ct for (b, bt), (c, ct) in pairs)
+        said = f"the {side} was scored at stage {_stages_text(base)}, the candidate at "
+        said += _stages_text(cand)
+        if fewer:
+            findings.append(
+                Finding(
+                    "error",
+                    "stage_mismatch",
+                    f"{said}: the candidate's recording holds less of the app's later steps "
+                    "(after a reranker, the context the model saw) than the baseline's; did it "
+                    "miss them? Record both the same way, or score one stage on both with "
+                    "--group stage:NAME",
+                )
+            )
+        elif more:
+            findings.append(
+                Finding(
+                    "warning",
+                    "stage_change",
+                    f"{said}: the candidate is scored on a later step of the app (a reranker "
+                    "or context step added, or the baseline's recording missed it)",
+                )
+            )
+    return findings
+
+
+def _repeats(table: object) -> tuple[set[str], set[str]]:
+    """The queries a table repeats, and those of them with a trace-less asking."""
+    repeated = tuple(getattr(table, "repeated", ()))
+    if not repeated or not isinstance(table, Mapping):
+        return set(repeated), set()
+    untraced = {
+        qid
+        for qid in repeated
+        if any(t.trace_id is None for t in getattr(table[qid], "traces", ()))
+    }
+    return set(repeated), untraced
+
+
+def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
+    """``unmatched_repeats`` for each side whose trace-less repeats the other side does not
+    share (see the module docstring); each baseline (named side, table) against the
+    candidate."""
+    cand_all, cand_untraced = _repeats(candidate)
+    findings: list[Finding] = []
+    for side, table in baselines:
+        base_all, base_untraced = _repeats(table)
+        for name, untraced, other, other_all in (
+            (side, base_untraced, "candidate", cand_all),
+            ("candidate", cand_untraced, side, base_all),
+        ):
+            lone = sorted(untraced - other_all)
+            if not lone:
+                continue
+            findings.append(
+                Finding(
+                    "error",
+                    "unmatched_repeats",
+                    f"the {name} run holds several records without a trace id for "
+                    f"{len(lone)} {'query' if len(lone) == 1 else 'queries'} that the {other} "
+                    f"answered once ({_listed(lone)}): they may be several retrievals of one "
+                    "asking rather than repeats, and their mean can hide a regression; record "
+                    "trace ids (the integrations do) or one record per question, or choose "
+                    "one retrieval with --group source:NAME or --group stage:NAME",
+                    query_ids=tuple(lone),
+                )
+            )
     return findings

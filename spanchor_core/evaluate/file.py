@@ -154,6 +154,7 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
         skipped=dict(evaluation.skipped),
         warnings=list(evaluation.warnings),
         records=evaluation.records,
+        stages=None if evaluation.stages is None else dict(evaluation.stages),
         queries=[],
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from spanchor_core.evaluate.model import (
     EVALUATION_KIND,
@@ -113,6 +113,8 @@ class EvaluationFile(_Model):
     warnings: list[str]
     records: int | None = Field(default=None, ge=0)
     """Records the run held; absent in older files."""
+    stages: dict[str, NonNegativeInt] | None = None
+    """Scored askings per recording stage; absent in older files (unknown)."""
     queries: list[QueryModel]
 
 

@@ -146,6 +146,7 @@ def _evaluation_of(model: EvaluationFile, queries: Mapping[str, QueryEvaluation]
         mapping=MappingStats(dict(model.mapping.counts), model.mapping.hint_rejected),
         warnings=tuple(model.warnings),
         records=model.records,
+        stages=model.stages,
     )
 
 

@@ -350,6 +350,12 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     warnings: tuple[str, ...] = ()
     records: int | None = None
     """Records the run held (None when unknown, as for spanchor 0.x evaluation files)."""
+    stages: Mapping[str, int] | None = None
+    """How many scored askings were scored at each recording stage (``retrieval``,
+    ``postprocessed``, ``context``; a record without a stage is a retrieval), stage names in
+    order. A comparison refuses to trust two sides scored at different stages: a baseline
+    recorded after a reranker and a candidate recorded before it measure different steps of
+    the app (:mod:`spanchor_core.compare.trust`). None when unknown (older files, 0.x)."""
     _aggregates: dict[str, MetricSummary] | None = field(
         default=None, init=False, repr=False, compare=False
     )

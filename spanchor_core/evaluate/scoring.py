@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -73,7 +74,7 @@ from spanchor_core.metrics import (
 )
 from spanchor_core.metrics.batch import RankedColumns, score_columns
 from spanchor_core.runs import Run, RunHeader, RunStream
-from spanchor_core.runs.model import RecordFields
+from spanchor_core.runs.model import STAGES, RecordFields
 from spanchor_core.spans import DocSpan
 
 __all__ = ["evaluate", "evaluate_stream"]
@@ -348,6 +349,7 @@ def _finish(
     # grouping gives for it, without building the retrieval and its ordering digest)
     plain = rule.kind in ("auto", "first")
     query_rows: list[list[int]] = []
+    stages: Counter[str] = Counter()
     for done, qid in enumerate(scored_ids):
         if progress is not None and done % step == 0:
             progress("score", done, len(scored_ids))
@@ -361,6 +363,7 @@ def _finish(
         if plain and len(kept) == 1:
             only = kept[0]
             error = only.stub.error
+            stages[only.stub.stage or "retrieval"] += 1
             if error is None:
                 query_rows.append([lists.add(anchors, only.first, only.size)])
                 status = QueryStatus.SCORED
@@ -379,6 +382,7 @@ def _finish(
         rows: list[int] = []
         at, size = 0, 0
         for position, trace in enumerate(grouped.traces):
+            stages[trace.stage or "retrieval"] += 1
             traced = tuple(
                 result if result.rank == slot else replace(result, rank=slot)
                 for slot, result in enumerate(trace.items, start=1)
@@ -451,4 +455,5 @@ def _finish(
         mapping=MappingStats.combine(table.mappings),
         warnings=tuple(warnings),
         records=collector.records,
+        stages={name: stages[name] for name in sorted(stages, key=STAGES.index)},
     )
