@@ -23,8 +23,8 @@ from spanchor_core.evaluate import (
     write_evaluation,
 )
 from spanchor_core.evaluate import file as evaluation_file
-from spanchor_core.evaluate.file_columns import PLAIN_LINE
 from spanchor_core.evaluate.file_models import EvaluationFile
+from spanchor_core.evaluate.file_pattern import PLAIN_LINE
 from spanchor_core.evaluate.model import MetricRow, QueryTable, TraceSummary
 from spanchor_core.spans import DocSpan
 
@@ -364,3 +364,97 @@ def test_bad_metrics_the_pattern_passes_are_left_to_the_strict_path(
     assert file_read._read_fast(path) is None
     with pytest.raises(EvaluationFileError, match=r"e\.json"):
         read_evaluation(path)
+
+
+def _columns_of(read: Evaluation) -> object:
+    assert isinstance(read.queries, QueryTable)
+    return getattr(read.queries.builder, "__self__", None)
+
+
+@pytest.mark.parametrize("n", [1, 2, 1023, 1024, 1025, 2100])
+def test_our_writer_s_file_is_matched_where_it_stands(tmp_path: Path, n: int) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(n), path)
+    read = file_read._read_fast(path)
+    assert read is not None
+    columns = _columns_of(read)
+    assert columns is not None
+    assert getattr(columns, "buffer", None) is not None
+    _same(read, _strict(path))  # the first and the last query (no comma) built alike
+
+
+def _strict_or_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> Evaluation | str:
+    monkeypatch.setattr(evaluation_file, "_read_fast", lambda _: None)
+    try:
+        return read_evaluation(path)
+    except EvaluationFileError as err:
+        return str(err)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda text: text.replace("\n", "\r\n"),
+        lambda text: text.replace('    {"query_id": "q007"', '\t{"query_id": "q007"'),
+        lambda text: text.replace('    {"query_id": "q007"', '\n    {"query_id": "q007"'),
+        lambda text: text.replace('    {"query_id": "q007"', '     {"query_id": "q007"'),
+        lambda text: text.replace('"q006"', '"q006" ', 1),
+        lambda text: text.replace('    {"query_id": "q008"', '    {"query_id": "q008" '),
+        lambda text: text.replace("\n  ]\n}", "\n  ]}"),
+        lambda text: text.replace("\n  ]\n}", "]\n}"),
+        lambda text: text.replace("\n  ]\n}", ",\n  ]\n}"),
+        lambda text: text.replace("\n  ]\n}", "\n  ]\n}\n\n  "),
+        lambda text: text.replace("\n  ]\n}", "\n  ]\n} x"),
+        lambda text: text.replace("\n  ]\n}", "\n  ]\n"),
+        lambda text: text.replace("},\n    {", "}\n    {", 1),  # no comma between two
+        lambda text: text.replace("},\n    {", "},,\n    {", 1),
+        lambda text: text.replace('"query_id": "q009"', '"query_id": "q002"'),
+        lambda text: text.replace('"recall@1": 1.0', '"recall@1": true', 1),
+        lambda text: text.replace('"recall@1": 1.0', '"recall@1": null', 1),
+        lambda text: text.replace('"recall@1": 1.0', '"recall@1": [1.0]', 1),
+    ],
+)
+def test_a_file_not_laid_out_as_usual_reads_as_the_strict_path_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: object
+) -> None:
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    text = path.read_text(encoding="utf-8")
+    edited = edit(text)  # type: ignore[operator]
+    assert edited != text
+    path.write_bytes(edited.encode("utf-8"))
+    strict = _strict_or_error(path, monkeypatch)
+    if isinstance(strict, str):
+        with pytest.raises(EvaluationFileError) as raised:
+            read_evaluation(path)
+        assert str(raised.value) == strict
+    else:
+        read = read_evaluation(path)
+        _same(read, strict)
+        assert read.queries.keys() == strict.queries.keys()
+
+
+def test_metric_names_that_say_true_keep_the_value_types_checked(tmp_path: Path) -> None:
+    names = ("true_hits", "recall@1")
+    queries = {
+        f"q{i}": QueryEvaluation(query_id=f"q{i}", metrics={"true_hits": float(i), "recall@1": 0.5})
+        for i in range(3)
+    }
+    evaluation = Evaluation(
+        queries=queries,
+        settings=EvaluationSettings(k=(1,), created_at="2026-01-01T00:00:00+00:00"),
+        metric_names=names,
+        records=3,
+    )
+    path = tmp_path / "e.json"
+    write_evaluation(evaluation, path)
+    read = file_read._read_fast(path)
+    assert read is not None
+    assert isinstance(read.queries, QueryTable)
+    assert read.metric("true_hits") == {"q0": 0.0, "q1": 1.0, "q2": 2.0}
+    text = path.read_text(encoding="utf-8").replace('"true_hits": 1.0', '"true_hits": true')
+    path.write_text(text, encoding="utf-8")
+    assert file_read._read_fast(path) is None  # a bool: left to the strict path
+    assert read_evaluation(path).metric("true_hits") == {"q0": 0.0, "q1": 1.0, "q2": 2.0}

@@ -439,6 +439,63 @@ def test_interval_contains_the_observed_mean_delta(pairs: list[tuple[float, floa
     assert 0 < row.p_value <= 1
 
 
+def _statistics_on_one_thread(
+    deltas: np.ndarray, n_resamples: int, confidence: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The documented algorithm, written plainly: blocks of 2**22 draws, one after another."""
+    m, n = deltas.shape
+    rows = max(1, (1 << 22) // n)
+    constant = np.all(deltas == deltas[:, :1], axis=1)
+    boot = np.random.Generator(np.random.PCG64(seed))
+    sums = np.zeros((m, n_resamples))
+    if (~constant).any():
+        for start in range(0, n_resamples, rows):
+            stop = min(n_resamples, start + rows)
+            index = boot.integers(0, n, size=(stop - start, n))
+            for j in np.flatnonzero(~constant):
+                sums[j, start:stop] = deltas[j][index].sum(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(sums / n, [tail, 1.0 - tail], axis=1)
+    low[constant] = high[constant] = deltas[constant, 0]
+    totals = deltas.sum(axis=1)
+    bound = np.abs(totals) - 1e-9 * np.abs(deltas).sum(axis=1)
+    extreme = np.zeros(m, dtype=np.int64)
+    if 2**n <= n_resamples:
+        patterns = np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)
+        signs = (patterns & 1).astype(np.float64) * 2.0 - 1.0
+        p_value = (np.abs(signs @ deltas.T) >= bound).sum(axis=0) / 2.0**n
+    else:
+        flips = np.random.Generator(np.random.PCG64(seed).jumped())
+        for start in range(0, n_resamples, rows):
+            count = min(n_resamples, start + rows) - start
+            raw = np.frombuffer(flips.bytes((count * n + 7) // 8), dtype=np.uint8)
+            kept = np.unpackbits(raw)[: count * n].reshape(count, n).astype(np.float64)
+            extreme += (np.abs(2.0 * (kept @ deltas.T) - totals) >= bound).sum(axis=0)
+        p_value = (1.0 + extreme) / (1.0 + n_resamples)
+    p_value[np.all(deltas == 0.0, axis=1)] = 1.0
+    return low, high, p_value
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "n_resamples"),
+    [(1, 20_000, 700), (3, 20_001, 431), (2, 13, 2000), (3, 9, 2000), (2, 1, 50), (1, 5, 7)],
+)
+def test_paired_statistics_are_bit_for_bit_those_of_one_thread(
+    m: int, n: int, n_resamples: int
+) -> None:
+    rng = np.random.default_rng(n)
+    deltas = np.round(rng.random((m, n)) - 0.5, 4)
+    if m > 1:
+        deltas[1] = 0.25  # constant: resamples to itself
+    if m > 2:
+        deltas[2] = 0.0
+    for seed in (0, 7):
+        got = paired_statistics(deltas, n_resamples=n_resamples, confidence=0.9, seed=seed)
+        expected = _statistics_on_one_thread(deltas, n_resamples, 0.9, seed)
+        for value, wanted in zip((got.ci_low, got.ci_high, got.p_value), expected, strict=True):
+            assert value.tobytes() == wanted.tobytes()
+
+
 def test_paired_statistics_refuses_empty_input() -> None:
     with pytest.raises(InputError):
         paired_statistics(np.zeros((1, 0)), n_resamples=10, confidence=0.95, seed=0)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from spanchor_core._io import loads_strict
 from spanchor_core.compare import compare, write_comparison
-from spanchor_core.compare.file import _to_file
+from spanchor_core.compare.file import _float_text, _to_file
 from spanchor_core.errors import EvaluationFileError
 from spanchor_core.evaluate import (
     Evaluation,
@@ -175,6 +176,15 @@ def test_write_comparison_bytes_are_those_of_the_model(tmp_path: Path) -> None:
             allow_nan=False,
         )
         assert path.read_text(encoding="utf-8") == expected + "\n"
+
+
+def test_float_texts_are_json_dumps_s_whatever_was_written_before() -> None:
+    values = [0.5, -0.0, 0.0, 1e-05, 0.5, -0.0, 1.0, 1, True, 2.5e16, 0.1 + 0.2, 5e-324]
+    for value in values * 2:  # the second round from the texts kept by the first
+        assert _float_text(value) == json.dumps(float(value))
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            _float_text(bad)
 
 
 def test_our_layout_is_read_a_line_at_a_time_and_any_other_whole(tmp_path: Path) -> None:

@@ -428,10 +428,20 @@ _NAME_TEXT: dict[str, str] = {}
 _float_repr = float.__repr__
 
 
+_FLOAT_TEXT: dict[float, str] = {}
+"""Non-zero floats -> their text: the same few hundred values recur over 100,000 queries, and
+``repr`` of a float is a shortest-round-trip search (zeros are not kept: 0.0 == -0.0)."""
+
+
 def _float_text(value: float) -> str:
     """:func:`_number`, with one ``type`` check for the usual finite float."""
     if type(value) is float and value - value == 0.0:  # finite (inf - inf and nan are nan)
-        return _float_repr(value)
+        text = _FLOAT_TEXT.get(value)
+        if text is None:
+            text = _float_repr(value)
+            if value and len(_FLOAT_TEXT) < 65536:
+                _FLOAT_TEXT[value] = text
+        return text
     return _number(value)
 
 

@@ -105,13 +105,16 @@ def _diagnosed(
         return out
     deepest = max(candidate.settings.k)
     before_of, after_of = baseline.queries.get, candidate.queries.get
+    known: dict[tuple[str, ...], tuple[int, ...]] = {}  # the same few sets of regressed metrics
     for row in rows:
         qid = row.query_id
         before = before_of(qid)
         if before is None:  # compared tables that are not these evaluations
             continue
         after = after_of(qid)
-        cutoffs = _cutoffs(row, deepest)
+        cutoffs = known.get(row.regressed)
+        if cutoffs is None:
+            cutoffs = known[row.regressed] = _cutoffs(row, deepest)
         chosen = QueryDiagnosis(qid, cutoffs[0], ())
         for k in cutoffs:
             causes = regression_causes(before, after, k, candidate_chunks=candidate_chunks)

@@ -11,12 +11,14 @@ import operator
 import re
 from array import array
 from functools import partial
-from itertools import chain, repeat, starmap
+from itertools import chain, islice, repeat
 from typing import Any, Final
 
 import numpy as np
 import orjson
 
+from spanchor_core._fill import fill, fill_one, slot_setters
+from spanchor_core.evaluate.file_pattern import BUFFER_LINE
 from spanchor_core.evaluate.file_queries import (
     _FLOAT,
     _INT,
@@ -29,9 +31,6 @@ from spanchor_core.evaluate.file_queries import (
     _STR_OR_NONE,
     _Builder,
     _is_score,
-)
-from spanchor_core.evaluate.model import (
-    _STATUSES as _MATCH_STATUSES,
 )
 from spanchor_core.evaluate.model import (
     LocatedResult,
@@ -58,55 +57,17 @@ _RESULT_KEY_LIST: Final = list(_RESULT_ORDER)
 _BOOL: Final = {bool}
 
 
-def _plain_line_pattern() -> re.Pattern[bytes]:
-    """A query line as our writer writes it in the usual case, member by member: strings of
-    ASCII without escapes or control characters, whole numbers of at most 18 digits, floats
-    without a huge exponent, every mapping count in ``MatchStatus`` order, no traces.
-
-    Groups: the id, the status, the error (``None`` for ``null``), the metrics object (up to
-    its first ``}``: scanning for one character is the fast loop of the regex engine;
-    :meth:`_Columns.add_matched` refuses escapes and non-ASCII in the joined objects, and a
-    nested value fails its parse or its type check) and the rest of the line from ``"gold"``
-    on. What it matches, and
-    ``add_matched`` keeps, parses with orjson to what :meth:`_Columns.add` accepts, so the
-    rest of a line is parsed only for the queries that are built."""
-    text = rb'"[^"\\\x00-\x1f\x80-\xff]*+"'
-    whole = rb"-?+(?:0|[1-9][0-9]{0,17}+)"
-    # a float, never ``inf`` when parsed: at most 20 digits before the point, a 2-digit exponent
-    real = (
-        rb"-?+(?:0|[1-9][0-9]{0,19}+)"
-        rb"(?:\.[0-9]++(?:[eE][+-]?+[0-9]{1,2}+)?+|[eE][+-]?+[0-9]{1,2}+)"
-    )
-    number = rb"(?:" + real + rb"|" + whole + rb")"
-
-    def array_of(item: bytes) -> bytes:
-        return rb"\[(?:" + item + rb"(?:, " + item + rb")*+)?+\]"
-
-    span = rb'\{"document_id": ' + text + rb', "start": ' + whole + rb', "end": ' + whole + rb"\}"
-    result = (
-        rb'\{"rank": ' + whole + rb', "status": ' + text
-        + rb', "document_id": (?:null|' + text + rb")"
-        + rb', "start": (?:null|' + whole + rb'), "end": (?:null|' + whole + rb")"
-        + rb', "confidence": ' + real + rb', "hint_rejected": (?:true|false)\}'
-    )  # fmt: skip
-    counts = b", ".join(b'"' + re.escape(s.encode()) + b'": ' + whole for s in _MATCH_STATUSES)
-    mapping = (
-        rb'\{"counts": \{' + counts + rb'\}, "hint_rejected": ' + whole
-        + rb', "total": ' + whole + rb', "unmapped_rate": ' + number + rb"\}"
-    )  # fmt: skip
-    statuses = b"|".join(re.escape(s.encode()) for s in sorted(_STATUSES, key=len, reverse=True))
-    return re.compile(
-        rb'\{"query_id": "([^"\\\x00-\x1f\x80-\xff]*+)", "status": "(' + statuses + rb')", '
-        rb'"error": (?:null|"([^"\\\x00-\x1f\x80-\xff]*+)"), '
-        rb'"metrics": (\{[^}]*+\}), '
-        rb'("gold": ' + array_of(span) + rb', "mapping": ' + mapping
-        + rb', "results": ' + array_of(result) + rb"\})"
-    )  # fmt: skip
-
-
-PLAIN_LINE: Final = _plain_line_pattern()
-"""Our writer's usual query line (:func:`_plain_line_pattern`); ``fullmatch`` it."""
 _GROUPS: Final = operator.methodcaller("group", 1, 2, 3, 4, 5)
+_BUFFER_GROUPS: Final = operator.methodcaller("group", 1, 2, 3, 4)
+_GOLD_START: Final = operator.methodcaller("start", 5)
+_START: Final = re.Match.start
+_END: Final = re.Match.end
+_BUFFER_CHUNK: Final = 1024
+"""Query lines of a buffer stored together (:meth:`_Columns.add_buffer`)."""
+_TRUE: Final = b"true"
+_FALSE: Final = b"false"
+_COMMA: Final = ord(",")
+_CLOSING: Final = ord("}")
 _STATUS_BYTES: Final = {key.encode(): status for key, status in _STATUSES.items()}
 _DOC_SPAN: Final = partial(tuple.__new__, DocSpan)
 """A :class:`DocSpan` of three values in its field order, without its ``__new__``'s call."""
@@ -137,6 +98,11 @@ class _Columns:
         self.statuses: list[QueryStatus] = []
         self.errors: list[str | None] = []
         self.tails: list[bytes] = []
+        # what add_buffer stores instead of tails: the file's query lines, and of each query
+        # where its "gold" member starts and where its line ends
+        self.buffer: bytes | None = None
+        self.gold_at = array("q")
+        self.ends = array("q")
         self.eager: dict[int, QueryEvaluation] = {}
         self.values = array("d")
         self.name_list = list(names)
@@ -144,6 +110,7 @@ class _Columns:
         self.metric_colons = len(names) + sum(name.count(":") for name in names)
         self.cost = len(_QUERY_ORDER) + len(names) + len(_MAPPING_ORDER)
         self.scores = [i for i, name in enumerate(names) if _is_score(name)]
+        self.names_say_bool = any("true" in name or "false" in name for name in names)
         self.table: QueryTable | None = None
 
     def _plain(self, gold: Any, mapping: Any, results: Any) -> bool:
@@ -324,9 +291,60 @@ class _Columns:
         """Store query lines that :data:`PLAIN_LINE` matched, their metrics parsed by one
         orjson call and checked a column at a time (the rest of each line is kept as its
         text); ``False``, storing nothing, for the caller to add them the longer way."""
-        n = len(matches)
         groups = map(_GROUPS, matches)
         raw_ids, raw_statuses, raw_errors, raw_metrics, tails = zip(*groups, strict=True)
+        if not self._add_plain(raw_ids, raw_statuses, raw_errors, raw_metrics):
+            return False
+        self.tails.extend(tails)
+        return True
+
+    def add_buffer(self, buffer: bytes, stop: int) -> bool:
+        """Store the query lines of ``buffer[:stop]`` (the file from the line after
+        ``"queries": [`` to the one before ``]``) when every one is in :data:`BUFFER_LINE`'s
+        shape, with a comma after each but the last: their metrics as :meth:`add_matched`
+        stores them, the rest of each line left in ``buffer`` (kept) and found by position.
+
+        ``False`` when a line is not, for the caller to read the lines the longer way into
+        a new :class:`_Columns` (this one may hold some of them)."""
+        if self.ids or stop <= 0:
+            return False
+        found = BUFFER_LINE.finditer(buffer, 0, stop)
+        at = 0
+        gold_at, ends = array("q"), array("q")
+        while chunk := list(islice(found, _BUFFER_CHUNK)):
+            starts, chunk_ends = list(map(_START, chunk)), list(map(_END, chunk))
+            # one match per line, one after the other: no line skipped by the search
+            if starts[0] != at or starts[1:] != chunk_ends[:-1]:
+                return False
+            at = chunk_ends[-1]
+            raw_ids, raw_statuses, raw_errors, raw_metrics = zip(
+                *map(_BUFFER_GROUPS, chunk), strict=True
+            )
+            if not self._add_plain(raw_ids, raw_statuses, raw_errors, raw_metrics):
+                return False
+            gold_at.extend(map(_GOLD_START, chunk))
+            ends.extend(chunk_ends)
+        if at != stop:
+            return False
+        # the byte before each newline: a comma after every query but the last, which ends
+        # with its object's closing brace
+        before = np.frombuffer(buffer, dtype=np.uint8)[np.frombuffer(ends, dtype=np.int64) - 2]
+        if before[-1] != _CLOSING or (before[:-1] != _COMMA).any():
+            return False
+        ends[-1] += 1  # so that every query's object ends two bytes before its line's end
+        self.buffer, self.gold_at, self.ends = buffer, gold_at, ends
+        return True
+
+    def _add_plain(
+        self,
+        raw_ids: tuple[bytes, ...],
+        raw_statuses: tuple[bytes, ...],
+        raw_errors: tuple[bytes | None, ...],
+        raw_metrics: tuple[bytes, ...],
+    ) -> bool:
+        """Store the plain members of matched query lines (the rest of each is the caller's
+        to keep); ``False``, storing nothing, when the metrics are not plain."""
+        n = len(raw_ids)
         # ASCII without escapes or control characters (the pattern): the text is the string
         ids = b"\n".join(raw_ids).decode("ascii").split("\n")
         if len(set(ids)) != n or not self.seen.isdisjoint(ids):
@@ -346,22 +364,24 @@ class _Columns:
             return False  # names missing, added, out of order or repeated
         raw = list(chain.from_iterable(map(dict.values, metrics)))
         del metrics
-        types = set(map(type, raw))
-        if types != _FLOAT and not types <= _NUMBER:
-            return False
+        # array("d") takes ints and floats and refuses every other parsed value but bools,
+        # which only a "true" or "false" outside the names can be
+        if self.names_say_bool or _TRUE in joined or _FALSE in joined:
+            types = set(map(type, raw))
+            if types != _FLOAT and not types <= _NUMBER:
+                return False
         try:
             values = array("d", raw)
-        except OverflowError:
+        except (TypeError, OverflowError):
             return False
         self.values.extend(values)
         self.ids.extend(ids)
         self.seen.update(ids)
         self.statuses.extend(map(_STATUS_BYTES.__getitem__, raw_statuses))
         if raw_errors.count(None) == n:
-            self.errors.extend(raw_errors)
+            self.errors.extend(repeat(None, n))
         else:
             self.errors.extend(None if e is None else e.decode("ascii") for e in raw_errors)
-        self.tails.extend(tails)
         return True
 
     def __len__(self) -> int:
@@ -394,18 +414,43 @@ class _Columns:
             return query
         if self.table is None:  # pragma: no cover - the table is what calls this
             raise RuntimeError("the queries are not stored yet")
-        gold, mapping, results = orjson.loads(b"{" + self.tails[row]).values()
+        if self.buffer is None:
+            tail = self.tails[row]
+        else:
+            tail = self.buffer[self.gold_at[row] : self.ends[row] - 2]
+        gold, mapping, results = orjson.loads(b"{" + tail).values()
         counts, hint_rejected, _, _ = mapping.values()
         key = (tuple(counts), tuple(counts.values()), hint_rejected)
         stats = self.builder.stats.get(key)
         if stats is None:
             stats = self.builder.stats[key] = MappingStats(counts, hint_rejected)
-        return QueryEvaluation(
+        fields = (
             self.ids[row],
             self.table.row(row),
             self.statuses[row],
             tuple(map(_DOC_SPAN, map(dict.values, gold))),
-            tuple(starmap(LocatedResult, map(dict.values, results))),
+            _located(results),
             stats,
             self.errors[row],
+            (),
         )
+        return fill_one(QueryEvaluation, _QUERY_SETTERS, fields)
+
+
+# Built from their text for a comparison's diagnosis (two per regressed query): filled
+# through their slots' setters (:mod:`spanchor_core._fill`), a fifth of the constructors' time.
+_RESULT_SETTERS: Final = slot_setters(LocatedResult, (*_RESULT_ORDER, "resolved_by", "reason"))
+_QUERY_SETTERS: Final = slot_setters(
+    QueryEvaluation,
+    ("query_id", "metrics", "status", "gold", "results", "mapping", "error", "traces"),
+)
+
+
+def _located(results: list[dict[str, Any]]) -> tuple[LocatedResult, ...]:
+    """``LocatedResult(*r.values())`` of each result (its members in our writer's order and
+    of its types, as checked when read), ``resolved_by`` and ``reason`` ``None``."""
+    k = len(results)
+    if not k:
+        return ()
+    columns = [*zip(*map(dict.values, results), strict=True), repeat(None), repeat(None)]
+    return tuple(fill(LocatedResult, _RESULT_SETTERS, columns, k))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from collections.abc import Mapping
 from itertools import repeat
 from pathlib import Path
@@ -17,11 +18,12 @@ import orjson
 from pydantic import ValidationError
 
 from spanchor_core.errors import EvaluationFileError
-from spanchor_core.evaluate.file_columns import PLAIN_LINE, _Columns
+from spanchor_core.evaluate.file_columns import _Columns
 from spanchor_core.evaluate.file_models import (
     _CURRENT_FORMAT,
     EvaluationFile,
 )
+from spanchor_core.evaluate.file_pattern import PLAIN_LINE
 from spanchor_core.evaluate.file_queries import (
     _ESCAPED_COLONS,
     _JSON_SPACE,
@@ -258,6 +260,28 @@ def _store_lines(columns: _Columns, texts: list[bytes], ends: list[int]) -> bool
     return True
 
 
+def _read_buffer(rest: bytes, names: tuple[str, ...]) -> _Columns | None:
+    """The queries of ``rest`` (a file from the line after ``"queries": [`` on) when every
+    query line is in our writer's usual shape, a comma after each but the last, then ``]``
+    on a line of its own and the closing ``}``: matched where they stand, the rest of each
+    line kept in ``rest``; ``None`` otherwise."""
+    close = rest.rfind(b"]")
+    if close < 0:
+        return None
+    last = rest.rfind(b"\n", 0, close) + 1  # where the line of "]" starts
+    after = rest.find(b"\n", close)
+    if (
+        last == 0
+        or after < 0
+        or rest[last:close].strip(_JSON_SPACE)
+        or rest[close + 1 : after].strip(_JSON_SPACE)
+        or rest[after:].strip(_JSON_SPACE) != b"}"
+    ):
+        return None
+    columns = _Columns(names)
+    return columns if columns.add_buffer(rest, last) else None
+
+
 def _read_lines(path: Path) -> Evaluation | None:
     """Our writer's layout (the head, then one query per line) read a line at a time, so
     that no parsed copy of the whole file is ever alive; raises :class:`_Layout` otherwise.
@@ -286,7 +310,18 @@ def _read_lines(path: Path) -> Evaluation | None:
         head, _, extra = parsed
         if extra != 0:
             return None  # a repeated key in the head
-        columns = _Columns(tuple(head.metric_names))
+        names = tuple(head.metric_names)
+        position = handle.tell()
+        # read in one piece of the known size (read() would join chunks: twice the memory)
+        columns = _read_buffer(
+            handle.read(max(0, os.fstat(handle.fileno()).st_size - position)), names
+        )
+        if columns is None:  # not the usual lines: read them one at a time
+            handle.seek(position)
+            columns = _Columns(names)
+        else:
+            table = columns.finish()
+            return None if table is None else _evaluation_of(head, table)
         texts: list[bytes] = []
         ends: list[int] = []
         last = False  # the previous query had no comma after it: only "]" may follow
