@@ -308,71 +308,79 @@ class NodeConverter:
         each node's id is added to ``seen`` when given (even when a later node fails).
 
         The recorder's hot path: a ``NodeWithScore`` around a plain ``TextNode`` (what
-        retrievers return) has its fields read once each, straight from the two models'
-        ``__dict__`` (one attribute each through pydantic's hook, then dict subscripts), and
-        its entry built inline when every value has its usual type; any other node, or any
-        odd value, takes :meth:`entry`. Both give the same entry. The texts' characters are
-        counted on the way (``ResultEntries.characters``), so the recorder's size check does
-        not walk the entries again.
+        retrievers return) whose text, score and offsets have their usual types (a string, a
+        finite float or ``None``, non-negative ints or ``None``) has its fields read once
+        each, straight from the two models' ``__dict__`` (one attribute each through
+        pydantic's hook, then dict subscripts), and its entry built inline; any other node,
+        or any odd value, takes :meth:`entry`. Both give the same entry. The texts'
+        characters are counted on the way (``ResultEntries.characters``), so the recorder's
+        size check does not walk the entries again.
         """
         entries = ResultEntries()
         append = entries.append
         explicit = self.resolve is _explicit_id
         translate = self.corpus is not None
-        rank = characters = 0
+        characters = 0
+        # Locals rather than globals: this loop runs for every node of every recording.
+        with_score, text_node, related, source_key, id_key = (
+            NodeWithScore,
+            TextNode,
+            RelatedNodeInfo,
+            _SOURCE,
+            DOCUMENT_ID_KEY,
+        )
         try:
-            for node in nodes:
-                rank += 1
-                if type(node) is NodeWithScore:
+            for rank, node in enumerate(nodes, 1):
+                if type(node) is with_score:
                     outer = node.__dict__
                     inner = outer["node"]
-                    if type(inner) is TextNode:
-                        # Exactly these two models: their fields live in ``__dict__``.
+                    if type(inner) is text_node:
                         fields = inner.__dict__
-                        node_id = fields["id_"]
-                        if seen is not None:
-                            seen.add(node_id)
                         text = fields["text"]
                         score = outer["score"]
-                        if explicit:  # _explicit_id, inlined
-                            found = fields["metadata"].get(DOCUMENT_ID_KEY)
-                            document_id = found if isinstance(found, str) and found else None
-                        else:
-                            document_id = self.document_id(inner)
                         start = fields["start_char_idx"]
                         end = fields["end_char_idx"]
-                        relations = fields["relationships"]
-                        relation = relations.get(_SOURCE, None) if relations else None
-                        if relation is None:
-                            ref = None
-                        elif type(relation) is RelatedNodeInfo:
-                            ref = relation.node_id
-                        else:  # a list is refused by the property, with its own message
-                            ref = (
-                                inner.ref_doc_id if isinstance(relation, list) else relation.node_id
-                            )
-                        metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
-                        if start is not None and (type(start) is not int or start < 0):
-                            start = _offset(start)
-                        if end is not None and (type(end) is not int or end < 0):
-                            end = _offset(end)
-                        if (
-                            translate
-                            and document_id is not None
-                            and start is not None
-                            and end is not None
-                        ):
-                            start, end, translated = self._canonical_offsets(
-                                document_id, text, start, end
-                            )
-                            if translated:
-                                metadata["offsets"] = "raw"
                         if (
                             type(text) is str
-                            and (score is None or (type(score) is float and score - score == 0.0))
-                            and (start is None or type(start) is int)
-                            and (end is None or type(end) is int)
+                            and ((type(score) is float and score - score == 0.0) or score is None)
+                            and ((type(start) is int and start >= 0) or start is None)
+                            and ((type(end) is int and end >= 0) or end is None)
                         ):
+                            node_id = fields["id_"]
+                            if seen is not None:
+                                seen.add(node_id)
+                            relations = fields["relationships"]
+                            relation = relations.get(source_key) if relations else None
+                            if relation is None:
+                                ref = None
+                            elif type(relation) is related:
+                                ref = relation.node_id
+                            else:  # a list is refused by the property, with its own message
+                                ref = inner.ref_doc_id
+                            if explicit:  # _explicit_id, inlined
+                                found = fields["metadata"].get(id_key)
+                                document_id = found if isinstance(found, str) and found else None
+                            else:
+                                document_id = self.document_id(inner)
+                            metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
+                            if (
+                                translate
+                                and document_id is not None
+                                and start is not None
+                                and end is not None
+                            ):
+                                start, end, translated = self._canonical_offsets(
+                                    document_id, text, start, end
+                                )
+                                if translated:
+                                    metadata["offsets"] = "raw"
+                                    if type(start) is not int or type(end) is not int:
+                                        entry = result_entry(
+                                            rank, text, score, document_id, start, end, metadata
+                                        )
+                                        characters += len(text)
+                                        append(entry)
+                                        continue
                             characters += len(text)
                             append(
                                 {
@@ -385,13 +393,7 @@ class NodeConverter:
                                     "metadata": metadata,
                                 }
                             )
-                        else:
-                            entry = result_entry(
-                                rank, text, score, document_id, start, end, metadata
-                            )
-                            characters += len(entry["text"] or "")
-                            append(entry)
-                        continue
+                            continue
                 if seen is not None:
                     seen.add(_inner(node).node_id)
                 entry = self.entry(node, rank)
