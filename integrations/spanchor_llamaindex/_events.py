@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping
+from time import perf_counter
 from typing import Any
 
 from llama_index.core.instrumentation.events import BaseEvent
@@ -30,7 +30,17 @@ from spanchor_core import RunRecorder
 from spanchor_core.runs.write import ResultEntries
 from spanchor_llamaindex import _scopes
 from spanchor_llamaindex._scopes import QUERY_ID_TAG, Membership
-from spanchor_llamaindex._spans import Pending, SpanWatcher, Stage, Trace, class_name, text_of
+from spanchor_llamaindex._spans import (
+    Pending,
+    SpanInfo,
+    SpanWatcher,
+    Stage,
+    Trace,
+    class_name,
+    has_ancestor_in,
+    lineage,
+    text_of,
+)
 from spanchor_llamaindex.nodes import NodeConverter
 
 __all__ = ["EventJoiner"]
@@ -43,6 +53,9 @@ class EventJoiner:
 
     A plain slotted object: the dispatcher calls the handler for every event of the
     application, and each private attribute of a pydantic model is a ``__getattr__`` call.
+    For the same reason an event's fields are read from its ``__dict__`` (one attribute
+    through pydantic's hook, then dict subscripts), and the watcher's span table is kept here
+    (``spans``) and queried with the functions of :mod:`spanchor_llamaindex._spans`.
     """
 
     __slots__ = (
@@ -54,6 +67,7 @@ class EventJoiner:
         "recorder",
         "retrievals",
         "scope",
+        "spans",
         "stages",
         "traces",
         "watcher",
@@ -68,6 +82,7 @@ class EventJoiner:
         self.others: dict[str, Pending] = {}
         self.traces: dict[str, Trace] = {}
         self.watcher = SpanWatcher(self._dropped, self._root_closed)
+        self.spans: dict[str, SpanInfo] = self.watcher.table
         self.scope: object | None = None  # set by record_retrievals: record its block only
         self.adopt = True
         self.count_lock = threading.Lock()
@@ -118,25 +133,26 @@ class EventJoiner:
             self._count("unattributed")
         return False
 
-    def _pending_for(self, event: BaseEvent, stage: Stage, query: Any) -> Pending | None:
-        span_id = event.span_id
-        if span_id is None or stage not in self.stages:
+    def _pending_for(
+        self, span_id: str, tags: Mapping[str, Any], stage: Stage, query: Any
+    ) -> Pending | None:
+        if stage not in self.stages:
             return None
         if self.scope is not None and not self._in_scope(counted=stage == "retrieval"):
             return None
-        watcher = self.watcher
+        spans = self.spans
         if (
             stage == "retrieval"
             and self.retrievals
-            and watcher.has_ancestor_in(span_id, self.retrievals)
+            and has_ancestor_in(spans, span_id, self.retrievals)
         ):
             self._count("nested")
             return None
-        now = time.perf_counter()
+        now = perf_counter()
         text = query if type(query) is str else text_of(query)
-        tagged = event.tags.get(QUERY_ID_TAG)
-        query_id = None if tagged is None else str(tagged)
-        root, question, parent, instance = watcher.lineage(span_id)
+        tagged = tags.get(QUERY_ID_TAG)
+        query_id = None if tagged is None else tagged if type(tagged) is str else str(tagged)
+        root, question, parent, instance = lineage(spans, span_id)
         trace = self.traces.get(root)
         if trace is None:
             trace = Trace(root, question if question is not None else text, query_id, now)
@@ -146,21 +162,29 @@ class EventJoiner:
         if stage == "context":
             # The query engine that asked for the synthesis names the context, not the
             # synthesizer class.
-            engine = watcher.instance(parent)
+            info = spans.get(parent) if parent is not None else None
+            engine = None if info is None else info[1]
             source = class_name(engine if engine is not None else instance, "synthesizer")
         else:
             source = class_name(instance, stage)
         return Pending(trace, stage, text, query_id, next(trace.sequence), parent, source, now)
 
     def _start_retrieval(self, event: RetrievalStartEvent) -> None:
-        pending = self._pending_for(event, "retrieval", event.str_or_query_bundle)
-        if pending is not None and event.span_id is not None:
-            self.retrievals[event.span_id] = pending
+        fields = event.__dict__
+        span_id = fields["span_id"]
+        if span_id is not None:
+            pending = self._pending_for(
+                span_id, fields["tags"], "retrieval", fields["str_or_query_bundle"]
+            )
+            if pending is not None:
+                self.retrievals[span_id] = pending
 
     def _start(self, event: BaseEvent, stage: Stage, query: Any) -> None:
-        pending = self._pending_for(event, stage, query)
-        if pending is not None and event.span_id is not None:
-            self.others[event.span_id] = pending
+        span_id = event.span_id
+        if span_id is not None:
+            pending = self._pending_for(span_id, event.tags, stage, query)
+            if pending is not None:
+                self.others[span_id] = pending
 
     def _write(
         self,
@@ -194,19 +218,22 @@ class EventJoiner:
         )
 
     def _end_retrieval(self, event: RetrievalEndEvent) -> None:
-        span_id = event.span_id
+        fields = event.__dict__
+        span_id = fields["span_id"]
         pending = self.retrievals.pop(span_id, None) if span_id is not None else None
         if pending is None:
             return  # nested, out of scope, or started before install
-        latency_ms = (time.perf_counter() - pending.started) * 1000.0
+        latency_ms = (perf_counter() - pending.started) * 1000.0
         trace = pending.trace
+        root = trace.root
         # A retrieval that is its own trace (a bare ``retrieve()``) has no later context
         # line to compare node ids with: its ids need not be remembered.
-        seen = None if trace.root == span_id else trace.seen
+        seen = None if root == span_id else trace.seen
         self._write(
-            pending, span_id or "", self.converter.entries(event.nodes, seen), latency_ms=latency_ms
+            pending, span_id, self.converter.entries(fields["nodes"], seen), latency_ms=latency_ms
         )
-        self._forget_if_closed(trace)
+        if root not in self.spans:  # _forget_if_closed, inlined
+            self.traces.pop(root, None)
 
     def _end_rerank(self, event: ReRankEndEvent) -> None:
         pending = self.others.pop(event.span_id, None) if event.span_id is not None else None
@@ -216,7 +243,7 @@ class EventJoiner:
             pending,
             event.span_id or "",
             self.converter.entries(event.nodes, pending.trace.seen),
-            latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+            latency_ms=(perf_counter() - pending.started) * 1000.0,
         )
         self._forget_if_closed(pending.trace)
 
@@ -259,7 +286,7 @@ class EventJoiner:
                 pending,
                 span_id,
                 ResultEntries(),
-                latency_ms=(time.perf_counter() - pending.started) * 1000.0,
+                latency_ms=(perf_counter() - pending.started) * 1000.0,
                 error=err if err is not None else "the retrieval was dropped",
             )
             self._forget_if_closed(pending.trace)
@@ -275,7 +302,7 @@ class EventJoiner:
 
     def _forget_if_closed(self, trace: Trace) -> None:
         # A root the watcher never saw open (installed mid-call) never reports its close.
-        if not self.watcher.is_open(trace.root):
+        if trace.root not in self.spans:
             self.traces.pop(trace.root, None)
 
     def _failed(self, exc: Exception) -> None:

@@ -14,9 +14,12 @@ called on and its bound arguments. The recorder needs three things from that tre
 It also holds the recorder's two records of progress: a :class:`Trace` (what the lines of one
 root call share) and a :class:`Pending` stage (started, waiting for its end event).
 
-:class:`SpanWatcher` keeps one tuple per open span and drops it when the span closes; it sees
-every span of the application, so it does one dict operation per span event, lock-free (single
-dict operations are atomic in CPython).
+:class:`SpanWatcher` keeps one tuple per open span in a plain dict, :attr:`SpanWatcher.table`,
+and drops it when the span closes; it sees every span of the application, so it does one dict
+operation per span event, lock-free (single dict operations are atomic in CPython). The
+queries over that table (:func:`lineage`, :func:`has_ancestor_in`) are plain functions: the
+recorder keeps the table itself and asks them once or twice per recorded stage, where a
+method of the watcher would be looked up through pydantic's attribute hook each time.
 """
 
 from __future__ import annotations
@@ -34,10 +37,13 @@ from llama_index.core.schema import QueryBundle
 
 __all__ = [
     "Pending",
+    "SpanInfo",
     "SpanWatcher",
     "Stage",
     "Trace",
     "class_name",
+    "has_ancestor_in",
+    "lineage",
     "private",
     "question_of",
     "text_of",
@@ -145,9 +151,9 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         return "SpanchorSpanWatcher"
 
     # The dispatcher calls this watcher on every span of the application: the methods below
-    # read the private attributes through ``private(self)`` (see there), the four per
-    # retrieval (enter, exit, lineage, is_open) straight from ``__pydantic_private__``, a
-    # dict once the model is built, without even that call.
+    # read the private attributes through ``private(self)`` (see there), the two per span
+    # (enter, exit) straight from ``__pydantic_private__``, a dict once the model is built,
+    # without even that call.
 
     def span_enter(
         self,
@@ -190,51 +196,12 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         if info is not _MISSING and info[0] is None:
             private(self)["_on_root_closed"](id_)
 
-    # -- queries over the open spans ---------------------------------------------------------
-
-    def instance(self, span_id: str | None) -> Any:
-        info = private(self)["_spans"].get(span_id) if span_id is not None else None
-        return None if info is None else info[1]
-
-    def lineage(self, span_id: str) -> tuple[str, str | None, str | None, Any]:
-        """``(root, question, parent, instance)`` of ``span_id`` in one walk: the root span,
-        the question in the root's arguments (if any), the span's parent and instance."""
-        spans = self.__pydantic_private__["_spans"]  # type: ignore[index]
-        info = spans.get(span_id)
-        if info is None:
-            return span_id, None, None, None
-        parent, instance = info[0], info[1]
-        current = span_id
-        depth = 0
-        while info is not None and info[0] is not None and depth < _MAX_DEPTH:
-            current = info[0]
-            info = spans.get(current)
-            depth += 1
-        question = None
-        if info is not None and info[2] is not None:
-            arguments = info[2].arguments
-            for name in _QUESTION_PARAMETERS:
-                if name in arguments:
-                    question = question_of(arguments[name])
-                    if question is not None:
-                        break
-        return current, question, parent, instance
-
-    def is_open(self, span_id: str) -> bool:
-        return span_id in self.__pydantic_private__["_spans"]  # type: ignore[index]
-
-    def has_ancestor_in(self, span_id: str, spans: Container[str]) -> bool:
-        table = private(self)["_spans"]
-        info = table.get(span_id)
-        parent = None if info is None else info[0]
-        depth = 0
-        while parent is not None and depth < _MAX_DEPTH:
-            if parent in spans:
-                return True
-            info = table.get(parent)
-            parent = None if info is None else info[0]
-            depth += 1
-        return False
+    @property
+    def table(self) -> dict[str, SpanInfo]:
+        """The open spans, ``span id -> (parent id, instance, bound arguments)``: the same
+        dict for the watcher's whole life (:meth:`clear` empties it in place)."""
+        table: dict[str, SpanInfo] = private(self)["_spans"]
+        return table
 
     def clear(self) -> None:
         self._spans.clear()
@@ -271,3 +238,44 @@ class SpanWatcher(BaseSpanHandler[BaseSpan]):
         **kwargs: Any,
     ) -> BaseSpan | None:
         return None
+
+
+# -- queries over the open spans (a watcher's table) ----------------------------------------
+
+
+def lineage(table: dict[str, SpanInfo], span_id: str) -> tuple[str, str | None, str | None, Any]:
+    """``(root, question, parent, instance)`` of ``span_id`` in one walk: the root span, the
+    question in the root's arguments (if any), the span's parent and instance."""
+    info = table.get(span_id)
+    if info is None:
+        return span_id, None, None, None
+    parent, instance = info[0], info[1]
+    current = span_id
+    depth = 0
+    while info is not None and info[0] is not None and depth < _MAX_DEPTH:
+        current = info[0]
+        info = table.get(current)
+        depth += 1
+    question = None
+    if info is not None and info[2] is not None:
+        arguments = info[2].arguments
+        for name in _QUESTION_PARAMETERS:
+            if name in arguments:
+                question = question_of(arguments[name])
+                if question is not None:
+                    break
+    return current, question, parent, instance
+
+
+def has_ancestor_in(table: dict[str, SpanInfo], span_id: str, spans: Container[str]) -> bool:
+    """Whether a span above ``span_id`` (its parent, theirs...) is one of ``spans``."""
+    info = table.get(span_id)
+    parent = None if info is None else info[0]
+    depth = 0
+    while parent is not None and depth < _MAX_DEPTH:
+        if parent in spans:
+            return True
+        info = table.get(parent)
+        parent = None if info is None else info[0]
+        depth += 1
+    return False

@@ -179,7 +179,6 @@ def _offset(value: object) -> int | None:
 
 
 _SOURCE = NodeRelationship.SOURCE
-_NO_RELATION: Any = object()
 
 
 def _inner(node: NodeWithScore | BaseNode) -> BaseNode:
@@ -309,77 +308,102 @@ class NodeConverter:
         each node's id is added to ``seen`` when given (even when a later node fails).
 
         The recorder's hot path: a ``NodeWithScore`` around a plain ``TextNode`` (what
-        retrievers return) has its fields read once each, straight from the model, and its
-        entry built inline when every value has its usual type; any other node, or any odd
-        value, takes :meth:`entry`. Both give the same entry.
+        retrievers return) whose text, score and offsets have their usual types (a string, a
+        finite float or ``None``, non-negative ints or ``None``) has its fields read once
+        each, straight from the two models' ``__dict__`` (one attribute each through
+        pydantic's hook, then dict subscripts), and its entry built inline; any other node,
+        or any odd value, takes :meth:`entry`. Both give the same entry. The texts'
+        characters are counted on the way (``ResultEntries.characters``), so the recorder's
+        size check does not walk the entries again.
         """
         entries = ResultEntries()
         append = entries.append
-        resolve = self.resolve
-        explicit = resolve is _explicit_id
+        explicit = self.resolve is _explicit_id
         translate = self.corpus is not None
-        rank = 0
+        characters = 0
+        # Locals rather than globals: this loop runs for every node of every recording.
+        with_score, text_node, related, source_key, id_key = (
+            NodeWithScore,
+            TextNode,
+            RelatedNodeInfo,
+            _SOURCE,
+            DOCUMENT_ID_KEY,
+        )
         try:
-            for node in nodes:
-                rank += 1
-                inner = node.node if type(node) is NodeWithScore else None
-                if type(inner) is not TextNode:
-                    if seen is not None:
-                        seen.add(_inner(node).node_id)
-                    append(self.entry(node, rank))
-                    continue
-                # Exactly these two models: their fields live in ``__dict__`` (pydantic), and
-                # a subscript there is cheaper than an attribute through pydantic's hook.
-                fields = inner.__dict__
-                node_id = fields["id_"]
+            for rank, node in enumerate(nodes, 1):
+                if type(node) is with_score:
+                    outer = node.__dict__
+                    inner = outer["node"]
+                    if type(inner) is text_node:
+                        fields = inner.__dict__
+                        text = fields["text"]
+                        score = outer["score"]
+                        start = fields["start_char_idx"]
+                        end = fields["end_char_idx"]
+                        if (
+                            type(text) is str
+                            and ((type(score) is float and score - score == 0.0) or score is None)
+                            and ((type(start) is int and start >= 0) or start is None)
+                            and ((type(end) is int and end >= 0) or end is None)
+                        ):
+                            node_id = fields["id_"]
+                            if seen is not None:
+                                seen.add(node_id)
+                            relations = fields["relationships"]
+                            relation = relations.get(source_key) if relations else None
+                            if relation is None:
+                                ref = None
+                            elif type(relation) is related:
+                                ref = relation.node_id
+                            else:  # a list is refused by the property, with its own message
+                                ref = inner.ref_doc_id
+                            if explicit:  # _explicit_id, inlined
+                                found = fields["metadata"].get(id_key)
+                                document_id = found if isinstance(found, str) and found else None
+                            else:
+                                document_id = self.document_id(inner)
+                            metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
+                            if (
+                                translate
+                                and document_id is not None
+                                and start is not None
+                                and end is not None
+                            ):
+                                start, end, translated = self._canonical_offsets(
+                                    document_id, text, start, end
+                                )
+                                if translated:
+                                    metadata["offsets"] = "raw"
+                                    if type(start) is not int or type(end) is not int:
+                                        entry = result_entry(
+                                            rank, text, score, document_id, start, end, metadata
+                                        )
+                                        characters += len(text)
+                                        append(entry)
+                                        continue
+                            characters += len(text)
+                            append(
+                                {
+                                    "rank": rank,
+                                    "text": text,
+                                    "score": score,
+                                    "document_id": document_id,
+                                    "start": start,
+                                    "end": end,
+                                    "metadata": metadata,
+                                }
+                            )
+                            continue
                 if seen is not None:
-                    seen.add(node_id)
-                text = fields["text"]
-                score = node.__dict__["score"]
-                if explicit:  # _explicit_id, inlined
-                    found = fields["metadata"].get(DOCUMENT_ID_KEY)
-                    document_id = found if isinstance(found, str) and found else None
-                else:
-                    document_id = self.document_id(inner)
-                start = fields["start_char_idx"]
-                end = fields["end_char_idx"]
-                start = start if type(start) is int and start >= 0 else _offset(start)
-                end = end if type(end) is int and end >= 0 else _offset(end)
-                relation = fields["relationships"].get(_SOURCE, _NO_RELATION)
-                if relation is _NO_RELATION:
-                    ref = None
-                elif type(relation) is RelatedNodeInfo:
-                    ref = relation.node_id
-                else:  # a list is refused by the property, with its own message
-                    ref = inner.ref_doc_id if isinstance(relation, list) else relation.node_id
-                metadata: dict[str, Any] = {"node_id": node_id, "ref_doc_id": ref}
-                if translate and document_id is not None and start is not None and end is not None:
-                    start, end, translated = self._canonical_offsets(document_id, text, start, end)
-                    if translated:
-                        metadata["offsets"] = "raw"
-                if (
-                    type(text) is str
-                    and (score is None or (type(score) is float and score - score == 0.0))
-                    and (start is None or type(start) is int)
-                    and (end is None or type(end) is int)
-                ):
-                    append(
-                        {
-                            "rank": rank,
-                            "text": text,
-                            "score": score,
-                            "document_id": document_id,
-                            "start": start,
-                            "end": end,
-                            "metadata": metadata,
-                        }
-                    )
-                else:
-                    append(result_entry(rank, text, score, document_id, start, end, metadata))
+                    seen.add(_inner(node).node_id)
+                entry = self.entry(node, rank)
+                characters += len(entry["text"] or "")
+                append(entry)
         except BaseException:
             if seen is not None:
                 for node in nodes:
                     with contextlib.suppress(Exception):
                         seen.add(_inner(node).node_id)
             raise
+        entries.characters = characters
         return entries

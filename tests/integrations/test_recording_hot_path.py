@@ -120,6 +120,8 @@ def test_llamaindex_fast_path_matches_the_general_path_on_every_shape(tmp_path: 
     start = raw.index("The kettle")
     source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="menu")}
     odd = TextNode.model_construct(text=None, start_char_idx=2.0, end_char_idx=7)  # type: ignore[arg-type]
+    unlinked = TextNode(text="w", start_char_idx=0, end_char_idx=1)
+    unlinked.relationships[NodeRelationship.SOURCE] = None  # type: ignore[assignment]
     nodes: list[NodeWithScore | BaseNode] = [
         NodeWithScore(  # raw offsets, translated with the corpus
             node=TextNode(
@@ -134,6 +136,8 @@ def test_llamaindex_fast_path_matches_the_general_path_on_every_shape(tmp_path: 
         NodeWithScore(node=TextNode(text="y", metadata={"document_id": ""}), score=-0.0),
         NodeWithScore(node=TextNode(text="z", start_char_idx=5, end_char_idx=-3)),
         NodeWithScore(node=odd, score=float("-inf")),
+        NodeWithScore(node=unlinked, score=0.5),  # a source set to None: no ref_doc_id
+        NodeWithScore(node=TextNode(text="v", start_char_idx=True), score=2.5),
         NodeWithScore(node=LlamaDocument(text="a whole document", id_="menu"), score=0.5),
         TextNode(text="bare node", metadata={"document_id": "d2"}),
     ]
