@@ -415,3 +415,43 @@ def test_recording_processes_killed_at_random_moments_leave_readable_files(
         recorder.record("after", [])
     assert read_run(shared).warnings == []
     print(f"{kills} kills, {torn} own files torn mid-line")
+
+
+# -- a torn line in the middle, glued to the next writer's line ---------------------------------
+
+
+def _glued(path: Path, prefix_of_torn: str) -> tuple[Path, list[str]]:
+    """A run of four records written by the recorder, its second line torn (``prefix_of_torn``
+    decides what is left of it) with the third written right after it on the same line: what
+    a process killed inside its write leaves while another process goes on appending."""
+    source = path.with_suffix(".source.jsonl")
+    with RunRecorder(source) as recorder:
+        for number in range(1, 5):
+            recorder.record(
+                f"question {number}", [{"text": f"text {number}"}], query_id=f"q{number}"
+            )
+    header, *lines = source.read_text(encoding="utf-8").splitlines()
+    torn = prefix_of_torn or lines[1][: len(lines[1]) // 2]
+    path.write_text("\n".join([header, lines[0], torn + lines[2], lines[3]]) + "\n", "utf-8")
+    return path, lines
+
+
+def test_a_torn_line_glued_to_the_next_record_loses_only_itself(tmp_path: Path) -> None:
+    path, _ = _glued(tmp_path / "glued.jsonl", "")
+    _, records, warnings = _both(path)
+    assert [r.query_id for r in records] == ["q1", "q3", "q4"]
+    assert [r.results[0].text for r in records] == ["text 1", "text 3", "text 4"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"{path}:3: a torn record skipped (")
+    # a few bytes of the torn line are enough to know it for one of ours
+    _, records, _ = _both(_glued(tmp_path / "short.jsonl", '{"que')[0])
+    assert [r.query_id for r in records] == ["q1", "q3", "q4"]
+
+
+@pytest.mark.parametrize("prefix", ["garbage ", '{"query": "hand-written", '])
+def test_anything_else_before_a_record_is_still_an_error(tmp_path: Path, prefix: str) -> None:
+    path, _ = _glued(tmp_path / "bad.jsonl", prefix)
+    with pytest.raises(RunError, match=r"bad\.jsonl:3: "):
+        read_run(path)
+    with pytest.raises(RunError, match=r"bad\.jsonl:3: "):
+        list(iter_run(path))

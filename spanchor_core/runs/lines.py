@@ -367,15 +367,53 @@ def read_header_line(text: str, path: Path, number: int) -> RunHeader:
     return header_from_object(obj, path, number)
 
 
+_RECORD_START = '{"query_id":'
+"""How every record line our writers produce begins (``record_line``'s first key)."""
+
+
+def _after_torn_record(text: str, path: Path, number: int, warnings: list[str]) -> Any:
+    """The record glued after a torn one on line ``number``, or None.
+
+    Several processes append to one run file; one that dies inside its ``write`` leaves a torn
+    line with no newline, and the next process's whole line follows on the same line. Only
+    the torn part is lost: a line that is not JSON but ends in a complete record line of ours
+    (it starts at a ``{"query_id":`` that no JSON string can hold unescaped) is read as that
+    record, with a warning. Anything else stays the error it was.
+    """
+    whole_start = text.startswith(_RECORD_START)
+    at = text.find(_RECORD_START, 1)
+    while at > 0:
+        if not whole_start and not _RECORD_START.startswith(text[:at]):
+            return None  # the torn part must be the start of one of our record lines
+        try:
+            obj = loads_strict(text[at:], path=path, line=number, error=RunError)
+        except RunError:
+            obj = None
+        if isinstance(obj, dict) and "kind" not in obj:
+            warnings.append(
+                f"{path}:{number}: a torn record skipped ({at} characters, the start of a line "
+                "whose writer was interrupted while others went on); the record after it on "
+                "the same line was read"
+            )
+            return obj
+        at = text.find(_RECORD_START, at + 1)
+    return None
+
+
 def read_record_line(line: JsonlLine, path: Path, warnings: list[str]) -> RetrievalRecord | None:
     """The record on one non-blank line of our format, or ``None`` for a torn last line.
 
     Shared by :func:`~spanchor_core.runs.read_run` and :class:`~spanchor_core.runs.RunStream`.
     """
     number, text = line.number, line.text
-    obj = loads_strict(
-        text, path=path, line=number, error=RunError, invalid=_INVALID, torn=line.last
-    )
+    try:
+        obj = loads_strict(
+            text, path=path, line=number, error=RunError, invalid=_INVALID, torn=line.last
+        )
+    except RunError:
+        obj = _after_torn_record(text, path, number, warnings)
+        if obj is None:
+            raise
     if obj is TORN:
         warnings.append(
             f"{path}:{number}: incomplete last line skipped ({len(text)} characters; "
