@@ -198,26 +198,19 @@ def _failure_findings(
     ]
 
 
-def _stages_of(table: object) -> dict[str, int] | None:
+def _stage_profile(table: object) -> tuple[dict[str, int], list[int], int] | None:
+    """A table's stage counts, for each stage after the first the askings at it or later, and
+    all askings; None when unknown (no counts) or not ours to read (a stage of a newer
+    version)."""
     stages = getattr(table, "stages", None)
-    if not isinstance(stages, Mapping) or not stages:
+    if not isinstance(stages, Mapping) or not stages or not set(stages) <= set(STAGES):
         return None
-    return dict(stages)
+    later = [sum(stages.get(name, 0) for name in STAGES[at:]) for at in range(1, len(STAGES))]
+    return dict(stages), later, sum(stages.values())
 
 
 def _stages_text(stages: Mapping[str, int]) -> str:
     return ", ".join(f"{name} ({n} asking{'s' if n != 1 else ''})" for name, n in stages.items())
-
-
-def _later_shares(stages: Mapping[str, int]) -> list[tuple[int, int]] | None:
-    """For each stage after the first, (askings at it or later, all askings); None when a
-    stage name is not one of ours (a newer file: nothing to compare)."""
-    if not set(stages) <= set(STAGES):
-        return None
-    total = sum(stages.values())
-    return [
-        (sum(stages.get(name, 0) for name in STAGES[at:]), total) for at in range(1, len(STAGES))
-    ]
 
 
 def stage_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
@@ -227,22 +220,22 @@ def stage_findings(baselines: Sequence[tuple[str, object]], candidate: object) -
     questions or all), a ``stage_change`` warning when it only holds more (the app gained a
     step, or the baseline's recording missed one). Shares, not counts: missing queries are
     reported on their own."""
-    cand = _stages_of(candidate)
-    cand_shares = None if cand is None else _later_shares(cand)
-    if cand is None or cand_shares is None:
+    cand = _stage_profile(candidate)
+    if cand is None:
         return []
+    cand_stages, cand_later, cand_total = cand
     findings: list[Finding] = []
     for side, table in baselines:
-        base = _stages_of(table)
-        base_shares = None if base is None else _later_shares(base)
-        if base is None or base_shares is None:
+        base = _stage_profile(table)
+        if base is None:
             continue
-        # a/b < c/d, in integers: a*d < c*b
-        pairs = list(zip(base_shares, cand_shares, strict=True))
-        fewer = any(c * bt < b * ct for (b, bt), (c, ct) in pairs)
-        more = any(c * bt > b * ct for (b, bt), (c, ct) in pairs)
-        said = f"the {side} was scored at stage {_stages_text(base)}, the candidate at "
-        said += _stages_text(cand)
+        base_stages, base_later, base_total = base
+        # c / cand_total against b / base_total, in integers
+        pairs = list(zip(base_later, cand_later, strict=True))
+        fewer = any(c * base_total < b * cand_total for b, c in pairs)
+        more = any(c * base_total > b * cand_total for b, c in pairs)
+        said = f"the {side} was scored at stage {_stages_text(base_stages)}, the candidate at "
+        said += _stages_text(cand_stages)
         if fewer:
             findings.append(
                 Finding(
