@@ -149,6 +149,26 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     assert not any(line.startswith("PASS") for line in lines)
 
 
+def test_repeats_of_a_query_the_other_side_never_recorded_are_not_called_answered_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The candidate repeats q01 and q02 without trace ids; the baseline has no record of q01
+    at all. Only q02 was answered once by the baseline: q01 is reported as missing from the
+    baseline, not as a query the baseline answered once."""
+    header, *records = _lines(BASE)
+    baseline = _write(tmp_path / "base.jsonl", [header, *records[1:]])
+    assert [record["query_id"] for record in records[:2]] == ["q01", "q02"]
+    doubled = [header, *records[:2], *records]
+    for record in doubled[1:]:
+        record.pop("trace_id", None)
+    code, lines = _gate(capsys, baseline, _write(tmp_path / "cand.jsonl", doubled))
+    assert code == 3
+    finding = next(line for line in lines if "without a trace id" in line)
+    assert "for 1 query that the baseline answered once (q02)" in finding
+    assert any("no record (q01)" in line for line in lines)
+    assert lines[-1].startswith("UNTRUSTED")
+
+
 def test_repeats_with_trace_ids_are_askings_and_only_warn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -280,11 +280,13 @@ def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) 
     findings: list[Finding] = []
     for side, table in baselines:
         base_all, base_untraced = _repeats(table)
-        for name, untraced, other, other_all in (
-            (side, base_untraced, "candidate", cand_all),
-            ("candidate", cand_untraced, side, base_all),
+        for name, untraced, other, other_all, other_table in (
+            (side, base_untraced, "candidate", cand_all, candidate),
+            ("candidate", cand_untraced, side, base_all, table),
         ):
-            lone = sorted(untraced - other_all)
+            # a query the other side never recorded is not compared (it is reported as
+            # missing), so its repeats cannot hide anything and "answered once" would be false
+            lone = sorted(untraced - other_all - set(getattr(other_table, "missing_in_run", ())))
             if not lone:
                 continue
             findings.append(
