@@ -43,11 +43,11 @@ def _unmapped(source: Path, target: Path) -> Path:
 
 
 def _gate(
-    capsys: pytest.CaptureFixture[str], baseline: Path, candidate: Path
+    capsys: pytest.CaptureFixture[str], baseline: Path, candidate: Path, *extra: str
 ) -> tuple[int, list[str]]:
     code = main(
         ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(baseline),
-         "--candidate", str(candidate), "--config", str(QUICKSTART / "spanchor.toml")]
+         "--candidate", str(candidate), "--config", str(QUICKSTART / "spanchor.toml"), *extra]
     )  # fmt: skip
     captured = capsys.readouterr()
     lines = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
@@ -336,3 +336,76 @@ def test_evaluations_scored_under_different_grouping_rules_are_not_compared(
     )
     code = main(["compare", str(written["baseline", "auto"]), str(written["baseline", "first"])])
     assert code == 0
+
+
+def _merged(source: Path, second: Path, target: Path) -> Path:
+    """Each question of ``source`` answered in one trace by two retrievals at the same stage:
+    ``source``'s results (as ``vector``) and ``second``'s (as ``bm25``) — a hybrid, or a
+    hand-rolled recorder that wrote the lists before and after its reranker as retrievals."""
+    header, *records = _lines(source)
+    others = {record["query_id"]: record for record in _lines(second)[1:]}
+    merged = [
+        {**record, "source": name, "trace_id": f"t-{record['query_id']}", "sequence": n}
+        for first in records
+        for n, (name, record) in enumerate((("vector", first), ("bm25", others[first["query_id"]])))
+    ]
+    return _write(target, [header, *merged])
+
+
+def test_a_side_that_merges_several_retrievals_per_asking_is_named_not_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The baseline scored one retrieval per question, the candidate two merged into one list:
+    the interleave may not be what the app showed the model, so the gate warns, naming the
+    queries and the sources, in either direction and for evaluation files as for runs; the
+    same shape on both sides is no finding."""
+    merged = _merged(BASE, CAND, tmp_path / "hybrid.jsonl")
+    code, lines = _gate(capsys, BASE, merged)
+    warning = next(line for line in lines if "merged into one list" in line)
+    assert warning.startswith("warning: the candidate run scores 57 queries from several")
+    assert "(from bm25, vector), where the baseline scored one retrieval (q01, q02," in warning
+    assert "--group source:NAME" in warning
+    assert code == 1  # windows-200's lists interleaved into the baseline's push evidence out
+    # a pass is never quiet about it: the same list twice merges into itself and passes
+    code, lines = _gate(capsys, BASE, _merged(BASE, BASE, tmp_path / "twice.jsonl"))
+    assert code == 0
+    assert lines[-1].startswith("PASS")
+    assert any(line.startswith("warning: the candidate run scores 57 queries") for line in lines)
+    code, lines = _gate(capsys, merged, BASE)
+    assert any(line.startswith("warning: the baseline run scores 57 queries") for line in lines)
+    code, lines = _gate(capsys, merged, merged)
+    assert code == 0
+    assert not any("merged into one list" in line for line in lines)
+    # one retriever on both sides: nothing merged, nothing to say
+    code, lines = _gate(capsys, BASE, merged, "--group", "source:vector")
+    assert code == 0
+    assert not any("merged into one list" in line for line in lines)
+    # the same finding from evaluation files (the columnar reader keeps the merged queries)
+    from spanchor_core import evaluate, load_corpus, read_gold, read_run, write_evaluation
+
+    corpus, gold = load_corpus(DOCS), read_gold(GOLD)
+    files = []
+    for run in (BASE, merged):
+        out = tmp_path / f"{run.stem}.json"
+        write_evaluation(evaluate(corpus, gold, read_run(run)), out)
+        files.append(str(out))
+    main(["compare", *files])
+    captured = capsys.readouterr()
+    assert "the candidate run scores 57 queries from several retrievals" in (
+        captured.out + captured.err
+    )
+
+
+def test_merging_only_some_questions_names_only_those(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two questions merged on the candidate side, the rest one retrieval each: one finding
+    naming exactly those two."""
+    header, *records = _lines(BASE)
+    hybrid = _lines(_merged(BASE, CAND, tmp_path / "all.jsonl"))[1:]
+    two = [r for r in hybrid if r["query_id"] in ("q03", "q07")]
+    rest = [r for r in records if r["query_id"] not in ("q03", "q07")]
+    _, lines = _gate(capsys, BASE, _write(tmp_path / "two.jsonl", [header, *rest, *two]))
+    warning = next(line for line in lines if "merged into one list" in line)
+    assert "scores 2 queries from several" in warning
+    assert "one retrieval (q03, q07):" in warning

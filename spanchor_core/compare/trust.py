@@ -36,6 +36,12 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   reranker now recorded as separate lines), and the mean over those "askings" compares
   something else than the other side's one list. Untrusted. Repeats with trace ids are real
   askings (the integrations write them) and stay a warning, as do repeats on both sides.
+* ``merge_change`` (a warning) — one side scores some questions from several retrievals of
+  one asking merged into one list (a hybrid, two tool calls, a pre- and a post-reranker list
+  both recorded as retrievals) where the other side scored one retrieval. The merge is the
+  documented interleave of their ranks, which need not be the list the app gave the model,
+  so the gate names the queries and their sources rather than compare quietly. Both sides
+  merging is the same shape and says nothing.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
 """
@@ -53,6 +59,7 @@ __all__ = [
     "UNTRUSTED_FINDINGS",
     "Coverage",
     "coverage_of",
+    "merge_findings",
     "repeat_findings",
     "stage_findings",
     "trust_findings",
@@ -299,6 +306,58 @@ def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) 
                     "asking rather than repeats, and their mean can hide a regression; record "
                     "trace ids (the integrations do) or one record per question, or choose "
                     "one retrieval with --group source:NAME or --group stage:NAME",
+                    query_ids=tuple(lone),
+                )
+            )
+    return findings
+
+
+def _merged_sources(table: object, ids: Sequence[str]) -> list[str]:
+    """The sources of the merged askings of the first few of ``ids`` (the message names them;
+    building every query of a 100,000-query table for it would cost more than it tells)."""
+    if not isinstance(table, Mapping):
+        return []
+    sources: set[str] = set()
+    for qid in ids[:20]:
+        for trace in getattr(table[qid], "traces", ()):
+            if trace.records > 1:
+                sources.update(source for source in trace.sources if source)
+    return sorted(sources)
+
+
+def merge_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
+    """``merge_change`` for each side that merges several retrievals per asking for queries
+    the other side scored from one (see the module docstring); each baseline (named side,
+    table) against the candidate. Queries missing on the other side are not compared."""
+    cand_merged = set(getattr(candidate, "merged", ()))
+    findings: list[Finding] = []
+    for side, table in baselines:
+        base_merged = set(getattr(table, "merged", ()))
+        for name, merged, other, other_merged, own, other_table in (
+            (side, base_merged, "candidate", cand_merged, table, candidate),
+            ("candidate", cand_merged, side, base_merged, candidate, table),
+        ):
+            missing = set(getattr(other_table, "missing_in_run", ()))
+            lone = sorted(
+                qid
+                for qid in merged - other_merged - missing
+                if not isinstance(other_table, Mapping) or qid in other_table
+            )
+            if not lone:
+                continue
+            sources = _merged_sources(own, lone)
+            named = f" (from {', '.join(sources)})" if sources else ""
+            many = len(lone) != 1
+            findings.append(
+                Finding(
+                    "warning",
+                    "merge_change",
+                    f"the {name} run scores {len(lone)} {'queries' if many else 'query'} from "
+                    f"several retrievals of one asking merged into one list{named}, where the "
+                    f"{other} scored one retrieval ({_listed(lone)}): the merge interleaves "
+                    "their ranks, which may not be the list your app gave the model; record "
+                    "that list (stage context) or score one retriever on both sides with "
+                    "--group source:NAME",
                     query_ids=tuple(lone),
                 )
             )

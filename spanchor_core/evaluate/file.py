@@ -75,7 +75,12 @@ def redact_evaluation(evaluation: Evaluation) -> Evaluation:
         traces = {row: tuple(map(_redact_trace, t)) for row, t in scored.traces.items()}
         redacted = scored.with_texts(dict.fromkeys(scored.errors, REDACTED), traces)
         table = QueryTable(
-            redacted.ids, redacted.metric_names, redacted.matrix, redacted, redacted.repeated()
+            redacted.ids,
+            redacted.metric_names,
+            redacted.matrix,
+            redacted,
+            redacted.repeated(),
+            redacted.merged(),
         )
         return replace(evaluation, queries=table, unresolved=unresolved)
     queries = {}

@@ -400,8 +400,10 @@ class _Columns:
             picked = values[:, self.scores]
             if ((picked < 0.0) | (picked > 1.0)).any():
                 return None
-        repeated = tuple(self.ids[row] for row in sorted(self.eager) if self.eager[row].repeated)
-        self.table = QueryTable(self.ids, self.names, values, self._build, repeated)
+        eager = sorted(self.eager)
+        repeated = tuple(self.ids[row] for row in eager if self.eager[row].repeated)
+        merged = tuple(self.ids[row] for row in eager if self.eager[row].merged)
+        self.table = QueryTable(self.ids, self.names, values, self._build, repeated, merged)
         del self.seen
         return self.table
 

@@ -175,6 +175,11 @@ class QueryEvaluation(Mapping[str, float]):
         """The question was asked in more than one trace (its scores are their mean)."""
         return len(self.traces) > 1
 
+    @property
+    def merged(self) -> bool:
+        """Some asking was scored from several records merged into one list."""
+        return any(trace.records > 1 for trace in self.traces)
+
     def __getitem__(self, name: str) -> float:
         try:
             return self.metrics[name]
@@ -226,10 +231,20 @@ class QueryTable(Mapping[str, QueryEvaluation]):
     columns instead of holding millions of Python objects.
 
     ``build`` must give the same query each time; ``repeated`` lists the ids of the queries
-    asked in more than one trace, in table order.
+    asked in more than one trace, ``merged`` those with an asking scored from several records
+    merged into one list, each in table order.
     """
 
-    __slots__ = ("_build", "_ids", "_index", "_names", "_position", "_repeated", "_values")
+    __slots__ = (
+        "_build",
+        "_ids",
+        "_index",
+        "_merged",
+        "_names",
+        "_position",
+        "_repeated",
+        "_values",
+    )
 
     def __init__(
         self,
@@ -238,6 +253,7 @@ class QueryTable(Mapping[str, QueryEvaluation]):
         values: NDArray[np.float64],
         build: Callable[[int], QueryEvaluation],
         repeated: tuple[str, ...] = (),
+        merged: tuple[str, ...] = (),
     ) -> None:
         if values.shape != (len(ids), len(names)):
             raise ValueError(f"values of shape {values.shape} for {len(ids)} x {len(names)}")
@@ -248,6 +264,7 @@ class QueryTable(Mapping[str, QueryEvaluation]):
         self._values = values
         self._build = build
         self._repeated = repeated
+        self._merged = merged
 
     def __getitem__(self, query_id: str) -> QueryEvaluation:
         return self._build(self._position[query_id])
@@ -264,6 +281,10 @@ class QueryTable(Mapping[str, QueryEvaluation]):
     @property
     def repeated(self) -> tuple[str, ...]:
         return self._repeated
+
+    @property
+    def merged(self) -> tuple[str, ...]:
+        return self._merged
 
     @property
     def builder(self) -> Callable[[int], QueryEvaluation]:
@@ -368,6 +389,14 @@ class Evaluation(Mapping[str, QueryEvaluation]):
         if isinstance(self.queries, QueryTable):
             return self.queries.repeated
         return tuple(qid for qid, query in self.queries.items() if query.repeated)
+
+    @property
+    def merged(self) -> tuple[str, ...]:
+        """Queries with an asking scored from several records merged into one list (a hybrid,
+        several tool calls: :mod:`spanchor_core.grouping`), in gold order."""
+        if isinstance(self.queries, QueryTable):
+            return self.queries.merged
+        return tuple(qid for qid, query in self.queries.items() if query.merged)
 
     @property
     def covered(self) -> int:

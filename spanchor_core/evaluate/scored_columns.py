@@ -244,6 +244,14 @@ class ScoredQueries:
         """Ids of the queries asked in more than one trace, in order."""
         return tuple(self.ids[row] for row, traces in sorted(self.traces.items()) if traces[1:])
 
+    def merged(self) -> tuple[str, ...]:
+        """Ids of the queries with an asking scored from several records merged, in order."""
+        return tuple(
+            self.ids[row]
+            for row, traces in sorted(self.traces.items())
+            if any(trace.records > 1 for trace in traces)
+        )
+
     def __call__(self, row: int) -> QueryEvaluation:
         return QueryEvaluation(
             query_id=self.ids[row],

@@ -418,7 +418,9 @@ def _finish(
 
     table.matrix = _query_values(lists.score(plan, overlap), query_rows)
     del query_rows, lists
-    queries = QueryTable(table.ids, table.metric_names, table.matrix, table, table.repeated())
+    queries = QueryTable(
+        table.ids, table.metric_names, table.matrix, table, table.repeated(), table.merged()
+    )
 
     if progress is not None:
         progress("score", len(scored_ids), len(scored_ids))
