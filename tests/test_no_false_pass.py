@@ -358,7 +358,7 @@ def test_a_side_that_merges_several_retrievals_per_asking_is_named_not_quiet(
     """The baseline scored one retrieval per question, the candidate two merged into one list:
     the interleave may not be what the app showed the model, so the gate warns, naming the
     queries and the sources, in either direction and for evaluation files as for runs; the
-    same shape on both sides is no finding."""
+    same shape on both sides is one warning, not two."""
     merged = _merged(BASE, CAND, tmp_path / "hybrid.jsonl")
     code, lines = _gate(capsys, BASE, merged)
     warning = next(line for line in lines if "merged into one list" in line)
@@ -373,9 +373,12 @@ def test_a_side_that_merges_several_retrievals_per_asking_is_named_not_quiet(
     assert any(line.startswith("warning: the candidate run scores 57 queries") for line in lines)
     code, lines = _gate(capsys, merged, BASE)
     assert any(line.startswith("warning: the baseline run scores 57 queries") for line in lines)
+    # the same shape on both sides: compared, with one warning that it is an interleave
     code, lines = _gate(capsys, merged, merged)
     assert code == 0
-    assert not any("merged into one list" in line for line in lines)
+    both = [line for line in lines if "merged into one list" in line]
+    assert len(both) == 1
+    assert both[0].startswith("warning: both runs score 57 queries from several retrievals")
     # one retriever on both sides: nothing merged, nothing to say
     code, lines = _gate(capsys, BASE, merged, "--group", "source:vector")
     assert code == 0

@@ -41,7 +41,8 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   both recorded as retrievals) where the other side scored one retrieval. The merge is the
   documented interleave of their ranks, which need not be the list the app gave the model,
   so the gate names the queries and their sources rather than compare quietly. Both sides
-  merging is the same shape and says nothing.
+  merging the same questions is the same shape, but still not necessarily what the model saw:
+  the ``merged_retrievals`` warning, once.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
 """
@@ -359,6 +360,29 @@ def merge_findings(baselines: Sequence[tuple[str, object]], candidate: object) -
                     "that list (stage context) or score one retriever on both sides with "
                     "--group source:NAME",
                     query_ids=tuple(lone),
+                )
+            )
+        shared = sorted(
+            (cand_merged & base_merged)
+            - set(getattr(table, "missing_in_run", ()))
+            - set(getattr(candidate, "missing_in_run", ()))
+        )
+        if shared:
+            sources = sorted(
+                set(_merged_sources(table, shared)) | set(_merged_sources(candidate, shared))
+            )
+            named = f" (from {', '.join(sources)})" if sources else ""
+            many = len(shared) != 1
+            findings.append(
+                Finding(
+                    "warning",
+                    "merged_retrievals",
+                    f"both runs score {len(shared)} {'queries' if many else 'query'} from "
+                    f"several retrievals of one asking merged into one list{named} "
+                    f"({_listed(shared)}): the merge interleaves their ranks, which may not be "
+                    "the list your app gave the model; record that list (stage context) to "
+                    "gate exactly it, or score one retriever with --group source:NAME",
+                    query_ids=tuple(shared),
                 )
             )
     return findings
