@@ -159,3 +159,11 @@ def test_no_fork_below_the_size_or_on_one_cpu(
     assert file_read._read_fast(path) is not None
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0})
     assert not file_fork.can_fork()
+
+
+def test_children_that_answered_are_reaped_once_they_have_left() -> None:
+    for _ in range(3):
+        assert Forked(lambda: b"x" * 100_000).result() == (b"x" * 100_000,)
+    time.sleep(0.2)
+    Forked(lambda: None).close()  # any later child reaps the ones that left
+    assert file_fork._PENDING == []

@@ -59,7 +59,8 @@ class Forked(Generic[_T]):
             try:
                 os.close(read)
                 payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(payload)
+                view = memoryview(len(payload).to_bytes(8, "little") + payload)
+                del payload
                 while view:
                     view = view[os.write(write, view) :]
                 code = 0
@@ -69,29 +70,28 @@ class Forked(Generic[_T]):
                 os._exit(code)
         os.close(write)
         self._pid, self._read = pid, read
+        _reap()
 
     def result(self) -> tuple[_T] | None:
-        """``(what work returned,)``, or ``None`` when the child gave no whole answer."""
+        """``(what work returned,)``, or ``None`` when the child gave no whole answer.
+
+        A whole answer (as long as it said it would be) is taken without waiting for the
+        child to be gone (tearing down a copy of a large process takes tens of milliseconds):
+        it is reaped now if it has left, else by a later :class:`Forked` or at exit."""
         if self._read < 0:
             return None
-        chunks: list[bytes] = []
-        try:
-            while chunk := os.read(self._read, _READ_SIZE):
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        finally:
-            os.close(self._read)
-            self._read = -1
+        payload = _read_payload(self._read)
+        os.close(self._read)
+        self._read = -1
         pid, self._pid = self._pid, 0
-        try:
-            _, status = os.waitpid(pid, 0)  # the pipe is closed: it is leaving
-        except OSError:
+        if payload is None:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
             return None
-        if not chunks or os.waitstatus_to_exitcode(status) != 0:
-            return None
+        _PENDING.append(pid)
+        _reap()
         try:
-            return (pickle.loads(b"".join(chunks)),)
+            return (pickle.loads(payload),)
         except Exception:  # a torn payload: the caller does the work
             return None
 
@@ -106,3 +106,42 @@ class Forked(Generic[_T]):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
+
+
+_PENDING: list[int] = []
+"""Children that gave their whole answer and may not have left yet."""
+
+
+def _reap() -> None:
+    """Reap the children of :data:`_PENDING` that have left."""
+    for pid in list(_PENDING):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except OSError:  # reaped by someone else
+            done = pid
+        if done:
+            _PENDING.remove(pid)
+
+
+def _read_into(fd: int, buffer: bytearray) -> bool:
+    """Fill ``buffer`` from ``fd``; ``False`` when the pipe closed first."""
+    view, at = memoryview(buffer), 0
+    while at < len(buffer):
+        got = os.readv(fd, [view[at:]])
+        if got == 0:
+            return False
+        at += got
+    return True
+
+
+def _read_payload(fd: int) -> bytearray | None:
+    """What the child wrote to ``fd``: its length (8 bytes), then itself, read into one
+    buffer of that size; ``None`` when the pipe closed early."""
+    try:
+        head = bytearray(8)
+        if not _read_into(fd, head):
+            return None
+        payload = bytearray(int.from_bytes(head, "little"))
+        return payload if _read_into(fd, payload) else None
+    except OSError:
+        return None
