@@ -36,6 +36,7 @@ from spanchor_core.evaluate.file_queries import (
 from spanchor_core.evaluate.model import (
     LocatedResult,
     MappingStats,
+    MetricRow,
     QueryEvaluation,
     QueryStatus,
     QueryTable,
@@ -112,7 +113,7 @@ class _Columns:
         self.cost = len(_QUERY_ORDER) + len(names) + len(_MAPPING_ORDER)
         self.scores = [i for i, name in enumerate(names) if _is_score(name)]
         self.names_say_bool = any("true" in name or "false" in name for name in names)
-        self.table: QueryTable | None = None
+        self.rows: tuple[tuple[str, ...], dict[str, int], np.ndarray[Any, Any]] | None = None
 
     def _plain(self, gold: Any, mapping: Any, results: Any) -> bool:
         for span in gold:
@@ -442,9 +443,12 @@ class _Columns:
             if ((picked < 0.0) | (picked > 1.0)).any():
                 return None
         repeated = tuple(self.ids[row] for row in sorted(self.eager) if self.eager[row].repeated)
-        self.table = QueryTable(self.ids, self.names, values, self._build, repeated)
+        # the rows are made from the matrix, not through the table: a table holding this
+        # object's _build and this object holding the table would be a cycle, which only the
+        # garbage collector frees (a full pass over everything alive, ~0.25 s at exit)
+        self.rows = (self.names, {name: i for i, name in enumerate(self.names)}, values)
         del self.seen
-        return self.table
+        return QueryTable(self.ids, self.names, values, self._build, repeated)
 
     def _build(self, row: int) -> QueryEvaluation:
         """The query at ``row``: one built at once as it is, any other from its text, which
@@ -453,8 +457,9 @@ class _Columns:
         query = self.eager.get(row)
         if query is not None:
             return query
-        if self.table is None:  # pragma: no cover - the table is what calls this
+        if self.rows is None:  # pragma: no cover - the table is what calls this
             raise RuntimeError("the queries are not stored yet")
+        names, index, values = self.rows
         if self.buffer is None:
             tail = self.tails[row]
         else:
@@ -467,7 +472,7 @@ class _Columns:
             stats = self.builder.stats[key] = MappingStats(counts, hint_rejected)
         fields = (
             self.ids[row],
-            self.table.row(row),
+            MetricRow(names, index, values[row]),
             self.statuses[row],
             tuple(map(_DOC_SPAN, map(dict.values, gold))),
             _located(results),
