@@ -167,3 +167,14 @@ def test_children_that_answered_are_reaped_once_they_have_left() -> None:
     time.sleep(0.2)
     Forked(lambda: None).close()  # any later child reaps the ones that left
     assert file_fork._PENDING == []
+
+
+def test_no_fork_in_a_pool_worker_or_beside_live_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    assert can_fork()
+    monkeypatch.setattr(multiprocessing, "active_children", lambda: [object()])
+    assert not can_fork()  # --jobs N: its workers have the other CPUs
+    monkeypatch.setattr(multiprocessing, "active_children", list)
+    monkeypatch.setattr(multiprocessing, "parent_process", object)
+    assert not can_fork()  # a worker itself

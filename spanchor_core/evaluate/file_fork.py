@@ -28,13 +28,21 @@ _READ_SIZE = 1 << 20
 
 
 def can_fork() -> bool:
-    """Whether work may go to a forked child: Linux, with two or more usable CPUs."""
+    """Whether work may go to a forked child: Linux, with two or more usable CPUs, and this
+    process neither a worker of a :mod:`multiprocessing` pool nor one with workers alive
+    (``--jobs N`` reads, maps and scores on N processes already: a child each would be more
+    processes than CPUs)."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
     try:
-        return len(os.sched_getaffinity(0)) >= 2
+        if len(os.sched_getaffinity(0)) < 2:
+            return False
     except OSError:  # pragma: no cover - no affinity to ask about
         return False
+    pool = sys.modules.get("multiprocessing")  # never imported here for this question
+    if pool is None:
+        return True
+    return pool.parent_process() is None and not pool.active_children()
 
 
 class Forked(Generic[_T]):
