@@ -458,3 +458,25 @@ def test_metric_names_that_say_true_keep_the_value_types_checked(tmp_path: Path)
     path.write_text(text, encoding="utf-8")
     assert file_read._read_fast(path) is None  # a bool: left to the strict path
     assert read_evaluation(path).metric("true_hits") == {"q0": 0.0, "q1": 1.0, "q2": 2.0}
+
+
+def test_a_columnar_evaluation_is_freed_without_the_garbage_collector(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    path = tmp_path / "e.json"
+    write_evaluation(_evaluation(40), path)
+    read = file_read._read_fast(path)
+    assert read is not None
+    columns = _columns_of(read)
+    assert columns is not None
+    assert read["q003"] == _strict(path)["q003"]
+    gone = weakref.ref(columns)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del read, columns
+        assert gone() is None  # no cycle between the table and its columns
+    finally:
+        if collecting:
+            gc.enable()

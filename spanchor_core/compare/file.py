@@ -10,10 +10,12 @@ turns a :class:`~spanchor_core.compare.model.Comparison` into deterministic JSON
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
@@ -34,6 +36,7 @@ from spanchor_core.compare.model import (
     TableSettings,
 )
 from spanchor_core.errors import EvaluationFileError
+from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.policy import AggregateGate, Direction, Policy
 
 if TYPE_CHECKING:
@@ -517,24 +520,44 @@ def write_comparison(comparison: Comparison, path: str | os.PathLike[str]) -> No
 
 
 def _comparison_text(comparison: Comparison) -> str:
-    data = _to_file(comparison, with_queries=False).model_dump(mode="json")
-    head = json.dumps(
-        data,
-        indent=2,
-        ensure_ascii=False,
-        allow_nan=False,
+    """The file's text. Of many queries, their text is written on a forked child while this
+    process writes the head (:mod:`~spanchor_core.evaluate.file_fork`); here instead when
+    the child gives no answer: the same text either way."""
+    queries = comparison.queries
+    helper = (
+        Forked(functools.partial(_queries_text, queries))
+        if len(queries) >= _FORK_QUERIES and can_fork()
+        else None
     )
-    if comparison.queries:
-        tail = '"queries": []\n}'
-        if not head.endswith(tail):  # pragma: no cover - the model puts queries last
-            raise AssertionError("the comparison model no longer ends with its queries")
-        parts = [head[: -len(tail)], '"queries": [\n    ']
-        parts.append(",\n    ".join(_query_text(row) for row in comparison.queries))
-        parts.append("\n  ]\n}\n")
-        text = "".join(parts)
-    else:
-        text = head + "\n"
-    return text
+    try:
+        data = _to_file(comparison, with_queries=False).model_dump(mode="json")
+        head = json.dumps(
+            data,
+            indent=2,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        answer = None if helper is None else helper.result()
+        helper = None
+    finally:
+        if helper is not None:
+            helper.close()
+    if not queries:
+        return head + "\n"
+    tail = '"queries": []\n}'
+    if not head.endswith(tail):  # pragma: no cover - the model puts queries last
+        raise AssertionError("the comparison model no longer ends with its queries")
+    rows = _queries_text(queries) if answer is None else answer[0]
+    return "".join((head[: -len(tail)], '"queries": [\n    ', rows, "\n  ]\n}\n"))
+
+
+_FORK_QUERIES: Final = 20_000
+"""Queries from which their text is written on a forked child."""
+
+
+def _queries_text(queries: Sequence[QueryChange]) -> str:
+    """The queries' objects inside ``"queries": [...]``, one after the other."""
+    return ",\n    ".join(map(_query_text, queries))
 
 
 def read_comparison(path: str | os.PathLike[str]) -> Comparison:

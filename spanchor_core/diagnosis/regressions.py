@@ -8,6 +8,7 @@ and asks :func:`~spanchor_core.diagnosis.causes.regression_causes` for its cause
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from spanchor_core.diagnosis.inventory import ChunkInventory
 from spanchor_core.diagnosis.model import QueryDiagnosis, RegressionDiagnosis
 from spanchor_core.diagnosis.oracle import MetricSplit, chunking_split
 from spanchor_core.evaluate import Evaluation
+from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.metrics import metric_parts
 
 __all__ = [
@@ -99,7 +101,40 @@ def _diagnosed(
     candidate_chunks: ChunkInventory | None,
 ) -> dict[str, QueryDiagnosis]:
     """Each regressed query judged at the deepest of its cutoffs at which it lost gold
-    characters (see :func:`diagnose_regressions`)."""
+    characters (see :func:`diagnose_regressions`).
+
+    Many regressions are judged half here and half on a forked child
+    (:mod:`~spanchor_core.evaluate.file_fork`: building each query from its text is most of
+    the cost): the same judgements in the same order, the child's half judged here instead
+    when it gives no answer."""
+    if len(rows) < _FORK_ROWS or not can_fork():
+        return _judged(rows, baseline, candidate, candidate_chunks)
+    half = len(rows) // 2
+    helper: Forked[dict[str, QueryDiagnosis]] | None = Forked(
+        functools.partial(_judged, rows[half:], baseline, candidate, candidate_chunks)
+    )
+    try:
+        out = _judged(rows[:half], baseline, candidate, candidate_chunks)
+        answer, helper = helper.result(), None  # type: ignore[union-attr]
+    finally:
+        if helper is not None:
+            helper.close()
+    out.update(
+        _judged(rows[half:], baseline, candidate, candidate_chunks) if answer is None else answer[0]
+    )
+    return out
+
+
+_FORK_ROWS = 2000
+"""Regressed queries from which half are judged on a forked child."""
+
+
+def _judged(
+    rows: Sequence[QueryChange],
+    baseline: Evaluation,
+    candidate: Evaluation,
+    candidate_chunks: ChunkInventory | None,
+) -> dict[str, QueryDiagnosis]:
     out: dict[str, QueryDiagnosis] = {}
     if not rows:
         return out

@@ -12,12 +12,13 @@ import re
 from array import array
 from functools import partial
 from itertools import chain, islice, repeat
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 import orjson
 
 from spanchor_core._fill import fill, fill_one, slot_setters
+from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.file_pattern import BUFFER_LINE
 from spanchor_core.evaluate.file_queries import (
     _FLOAT,
@@ -35,6 +36,7 @@ from spanchor_core.evaluate.file_queries import (
 from spanchor_core.evaluate.model import (
     LocatedResult,
     MappingStats,
+    MetricRow,
     QueryEvaluation,
     QueryStatus,
     QueryTable,
@@ -111,7 +113,7 @@ class _Columns:
         self.cost = len(_QUERY_ORDER) + len(names) + len(_MAPPING_ORDER)
         self.scores = [i for i, name in enumerate(names) if _is_score(name)]
         self.names_say_bool = any("true" in name or "false" in name for name in names)
-        self.table: QueryTable | None = None
+        self.rows: tuple[tuple[str, ...], dict[str, int], np.ndarray[Any, Any]] | None = None
 
     def _plain(self, gold: Any, mapping: Any, results: Any) -> bool:
         for span in gold:
@@ -304,28 +306,31 @@ class _Columns:
         shape, with a comma after each but the last: their metrics as :meth:`add_matched`
         stores them, the rest of each line left in ``buffer`` (kept) and found by position.
 
+        Of a large buffer the second half is matched on a forked child while this process
+        matches the first (:mod:`.file_fork`); without the child's answer this process
+        matches it too. Either way the same lines are checked the same way.
+
         ``False`` when a line is not, for the caller to read the lines the longer way into
         a new :class:`_Columns` (this one may hold some of them)."""
         if self.ids or stop <= 0:
             return False
-        found = BUFFER_LINE.finditer(buffer, 0, stop)
-        at = 0
-        gold_at, ends = array("q"), array("q")
-        while chunk := list(islice(found, _BUFFER_CHUNK)):
-            starts, chunk_ends = list(map(_START, chunk)), list(map(_END, chunk))
-            # one match per line, one after the other: no line skipped by the search
-            if starts[0] != at or starts[1:] != chunk_ends[:-1]:
+        split = _halfway(buffer, stop) if stop >= _FORK_BYTES and can_fork() else 0
+        helper = Forked(partial(_matched_part, self.names, buffer, split, stop)) if split else None
+        try:
+            first = self._match(buffer, 0, split or stop)
+            if first is None:
                 return False
-            at = chunk_ends[-1]
-            raw_ids, raw_statuses, raw_errors, raw_metrics = zip(
-                *map(_BUFFER_GROUPS, chunk), strict=True
-            )
-            if not self._add_plain(raw_ids, raw_statuses, raw_errors, raw_metrics):
-                return False
-            gold_at.extend(map(_GOLD_START, chunk))
-            ends.extend(chunk_ends)
-        if at != stop:
-            return False
+            gold_at, ends = first
+            if helper is not None:
+                answer, helper = helper.result(), None
+                second = self._match(buffer, split, stop) if answer is None else self._take(*answer)
+                if second is None:
+                    return False
+                gold_at.extend(second[0])
+                ends.extend(second[1])
+        finally:
+            if helper is not None:
+                helper.close()
         # the byte before each newline: a comma after every query but the last, which ends
         # with its object's closing brace
         before = np.frombuffer(buffer, dtype=np.uint8)[np.frombuffer(ends, dtype=np.int64) - 2]
@@ -334,6 +339,43 @@ class _Columns:
         ends[-1] += 1  # so that every query's object ends two bytes before its line's end
         self.buffer, self.gold_at, self.ends = buffer, gold_at, ends
         return True
+
+    def _match(self, buffer: bytes, start: int, stop: int) -> tuple[array[int], array[int]] | None:
+        """Store the plain members of the query lines of ``buffer[start:stop]`` (``start`` at
+        a line's start), matched where they stand one after the other; where each query's
+        ``gold`` member starts and its line ends, or ``None`` when a line is not matched."""
+        found = BUFFER_LINE.finditer(buffer, start, stop)
+        at = start
+        gold_at, ends = array("q"), array("q")
+        while chunk := list(islice(found, _BUFFER_CHUNK)):
+            starts, chunk_ends = list(map(_START, chunk)), list(map(_END, chunk))
+            # one match per line, one after the other: no line skipped by the search
+            if starts[0] != at or starts[1:] != chunk_ends[:-1]:
+                return None
+            at = chunk_ends[-1]
+            raw_ids, raw_statuses, raw_errors, raw_metrics = zip(
+                *map(_BUFFER_GROUPS, chunk), strict=True
+            )
+            if not self._add_plain(raw_ids, raw_statuses, raw_errors, raw_metrics):
+                return None
+            gold_at.extend(map(_GOLD_START, chunk))
+            ends.extend(chunk_ends)
+        return (gold_at, ends) if at == stop else None
+
+    def _take(self, part: _Part | None) -> tuple[array[int], array[int]] | None:
+        """Store what :func:`_matched_part` matched on the child; its positions, or ``None``
+        when it declined the lines or repeats an id stored here."""
+        if part is None:
+            return None
+        ids, statuses, errors, values, gold_at, ends = part
+        if not self.seen.isdisjoint(ids):
+            return None
+        self.values.extend(values)
+        self.ids.extend(ids)
+        self.seen.update(ids)
+        self.statuses.extend(statuses)
+        self.errors.extend(errors)
+        return gold_at, ends
 
     def _add_plain(
         self,
@@ -403,9 +445,12 @@ class _Columns:
         eager = sorted(self.eager)
         repeated = tuple(self.ids[row] for row in eager if self.eager[row].repeated)
         merged = tuple(self.ids[row] for row in eager if self.eager[row].merged)
-        self.table = QueryTable(self.ids, self.names, values, self._build, repeated, merged)
+        # the rows are made from the matrix, not through the table: a table holding this
+        # object's _build and this object holding the table would be a cycle, which only the
+        # garbage collector frees (a full pass over everything alive, ~0.25 s at exit)
+        self.rows = (self.names, {name: i for i, name in enumerate(self.names)}, values)
         del self.seen
-        return self.table
+        return QueryTable(self.ids, self.names, values, self._build, repeated, merged)
 
     def _build(self, row: int) -> QueryEvaluation:
         """The query at ``row``: one built at once as it is, any other from its text, which
@@ -414,8 +459,9 @@ class _Columns:
         query = self.eager.get(row)
         if query is not None:
             return query
-        if self.table is None:  # pragma: no cover - the table is what calls this
+        if self.rows is None:  # pragma: no cover - the table is what calls this
             raise RuntimeError("the queries are not stored yet")
+        names, index, values = self.rows
         if self.buffer is None:
             tail = self.tails[row]
         else:
@@ -428,7 +474,7 @@ class _Columns:
             stats = self.builder.stats[key] = MappingStats(counts, hint_rejected)
         fields = (
             self.ids[row],
-            self.table.row(row),
+            MetricRow(names, index, values[row]),
             self.statuses[row],
             tuple(map(_DOC_SPAN, map(dict.values, gold))),
             _located(results),
@@ -456,3 +502,26 @@ def _located(results: list[dict[str, Any]]) -> tuple[LocatedResult, ...]:
         return ()
     columns = [*zip(*map(dict.values, results), strict=True), repeat(None), repeat(None)]
     return tuple(fill(LocatedResult, _RESULT_SETTERS, columns, k))
+
+
+_FORK_BYTES: Final = 4 << 20
+"""Query lines of at least this many bytes are matched half on a forked child."""
+_Part: TypeAlias = (
+    "tuple[list[str], list[QueryStatus], list[str | None], array[float], array[int], array[int]]"
+)
+"""What a child matched: ids, statuses, errors, metric values, gold and line-end positions."""
+
+
+def _halfway(buffer: bytes, stop: int) -> int:
+    """The start of the first line after the middle of ``buffer[:stop]``, or 0 for none."""
+    split = buffer.find(b"\n", stop // 2, stop) + 1
+    return split if 0 < split < stop else 0
+
+
+def _matched_part(names: tuple[str, ...], buffer: bytes, start: int, stop: int) -> _Part | None:
+    """On the child: the plain members of the lines of ``buffer[start:stop]``, or ``None``."""
+    columns = _Columns(names)
+    found = columns._match(buffer, start, stop)
+    if found is None:
+        return None
+    return columns.ids, columns.statuses, columns.errors, columns.values, *found

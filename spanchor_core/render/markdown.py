@@ -128,7 +128,7 @@ def _evidence_cell(
     redact: bool,
     excerpt_chars: int,
 ) -> str:
-    if row.query_id not in baseline or row.query_id not in candidate:
+    if row.query_id not in baseline.queries or row.query_id not in candidate.queries:
         return DASH
     spanless = spanless_side(baseline, candidate)
     if spanless is not None:

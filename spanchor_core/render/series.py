@@ -152,10 +152,13 @@ def metric_curve(
     """
     available = metric_cutoffs(evaluation, base)
     wanted = available if ks is None else [k for k in sorted(set(ks)) if k in available]
-    ids = list(evaluation) if query_ids is None else [q for q in query_ids if q in evaluation]
+    queries = evaluation.queries  # ``in evaluation`` would build each query to look it up
+    ids = list(evaluation) if query_ids is None else [q for q in query_ids if q in queries]
     points = []
     for k in wanted:
-        values = [evaluation[qid].metrics[f"{base}@{k}"] for qid in ids]
+        # one metric's column, not every query built to read one value from it
+        column = evaluation.metric(f"{base}@{k}")
+        values = [column[qid] for qid in ids]
         if values:
             points.append((k, math.fsum(values) / len(values)))
     return points

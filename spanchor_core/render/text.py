@@ -416,7 +416,7 @@ def regression_evidence(
     Check :func:`spanless_side` first: a side without result spans yields no lost evidence.
     """
     qid = row.query_id
-    if qid not in baseline or qid not in candidate:
+    if qid not in baseline.queries or qid not in candidate.queries:
         return None
     before, after = baseline[qid], candidate[qid]
     anchors = gold_spans_for(qid, gold, after, before)

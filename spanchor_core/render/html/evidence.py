@@ -244,7 +244,7 @@ def regression_evidence_html(
     """What a regressed query lost, highlighted in its documents, and where the candidate's
     results went instead."""
     evidence = None
-    if row.query_id in baseline and row.query_id in candidate:
+    if row.query_id in baseline.queries and row.query_id in candidate.queries:
         spanless = spanless_side(baseline, candidate)
         if spanless is not None:
             side, evaluation = spanless
