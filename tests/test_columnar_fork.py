@@ -5,6 +5,7 @@ whether the child answers, declines, dies or is never started."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -178,3 +179,59 @@ def test_no_fork_in_a_pool_worker_or_beside_live_workers(monkeypatch: pytest.Mon
     monkeypatch.setattr(multiprocessing, "active_children", list)
     monkeypatch.setattr(multiprocessing, "parent_process", object)
     assert not can_fork()  # a worker itself
+
+
+def test_a_child_stuck_on_a_lock_held_at_fork_is_given_up_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy
+) -> None:
+    """Another thread holds a lock when the process forks; the child's copy of it stays held
+    for ever. The child uses no CPU from then on: it is killed, reaped, and this process reads
+    the child's half itself — the same evaluation, no hang."""
+    monkeypatch.setattr(file_fork, "STALL_SECONDS", 0.5)
+    held, release = threading.Lock(), threading.Event()
+
+    def holder() -> None:
+        with held:
+            release.wait()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        while not held.locked():
+            time.sleep(0.01)
+
+        def stuck(*_: object) -> None:
+            with held:  # never acquired in the child
+                pass
+
+        monkeypatch.setattr(file_columns, "_matched_part", stuck)
+        path = tmp_path / "e.json"
+        write_evaluation(_evaluation(300), path)
+        started = time.monotonic()
+        read = file_read._read_fast(path)
+        assert time.monotonic() - started < 30
+        assert read is not None
+        assert (spy.started, spy.answered) == (1, 0)
+        _same(read, _strict(path))
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_a_busy_child_is_waited_for_however_long_it_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child that computes (uses CPU) for longer than the stall limit is not cut short."""
+    monkeypatch.setattr(file_fork, "STALL_SECONDS", 0.3)
+
+    def spin() -> int:
+        stop, n = time.monotonic() + 1.5, 0
+        while time.monotonic() < stop:
+            n += 1
+        return 7
+
+    forked = Forked(spin)
+    pid = forked._pid
+    assert forked.result() == (7,)
+    assert forked._pid == 0  # answered: handed to the reaper, not killed
+    assert pid > 0

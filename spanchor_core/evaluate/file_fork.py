@@ -8,6 +8,13 @@ CPUs this process may run on, and a caller that can do the work itself when the 
 no answer (it died, was killed, or its result could not be pickled): :meth:`Forked.result`
 says so with ``None`` and the caller computes the same thing in this process, so what the
 reader returns never depends on whether or when the child ran.
+
+A child that stops making progress is given up on too: forking copies the locks of this
+process's other threads (a progress bar's, a finaliser's) as they are, and a child that needs
+one held at that moment would wait for ever, and this process with it. While waiting for an
+answer the parent reads the child's CPU time from ``/proc``; when it has not moved for
+:data:`STALL_SECONDS` (a running child, even on a loaded machine, gets some CPU in that time),
+the child is killed and the caller does the work itself.
 """
 
 from __future__ import annotations
@@ -15,16 +22,22 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Forked", "can_fork"]
+__all__ = ["STALL_SECONDS", "Forked", "can_fork"]
 
 _T = TypeVar("_T")
 _READ_SIZE = 1 << 20
+STALL_SECONDS = 10.0
+"""How long a child may use no CPU at all while the parent waits for it before it is given up
+on (see the module docstring)."""
+_POLL_SECONDS = 0.25
 
 
 def can_fork() -> bool:
@@ -88,14 +101,13 @@ class Forked(Generic[_T]):
         it is reaped now if it has left, else by a later :class:`Forked` or at exit."""
         if self._read < 0:
             return None
-        payload = _read_payload(self._read)
+        payload = _read_payload(self._read, self._pid)
+        if payload is None:  # died, or stalled: killed (a no-op if it has left) and reaped
+            self.close()
+            return None
         os.close(self._read)
         self._read = -1
         pid, self._pid = self._pid, 0
-        if payload is None:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-            return None
         _PENDING.append(pid)
         _reap()
         try:
@@ -131,10 +143,45 @@ def _reap() -> None:
             _PENDING.remove(pid)
 
 
-def _read_into(fd: int, buffer: bytearray) -> bool:
-    """Fill ``buffer`` from ``fd``; ``False`` when the pipe closed first."""
+def _cpu_ticks(pid: int) -> int | None:
+    """The CPU time (user + system, in clock ticks) process ``pid`` has used, from
+    ``/proc/PID/stat``; ``None`` when it cannot be read (then a wait is never cut short)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Watch:
+    """Whether a child still makes progress: its CPU time, sampled while the parent waits."""
+
+    __slots__ = ("_pid", "_since", "_ticks")
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._ticks = _cpu_ticks(pid)
+        self._since = time.monotonic()
+
+    def stalled(self) -> bool:
+        ticks = _cpu_ticks(self._pid)
+        now = time.monotonic()
+        if ticks is None or ticks != self._ticks:
+            self._ticks, self._since = ticks, now
+            return False
+        return now - self._since >= STALL_SECONDS
+
+
+def _read_into(fd: int, buffer: bytearray, watch: _Watch) -> bool:
+    """Fill ``buffer`` from ``fd``; ``False`` when the pipe closed first or the child stalled."""
     view, at = memoryview(buffer), 0
     while at < len(buffer):
+        ready, _, _ = select.select([fd], [], [], _POLL_SECONDS)
+        if not ready:
+            if watch.stalled():
+                return False
+            continue
         got = os.readv(fd, [view[at:]])
         if got == 0:
             return False
@@ -142,14 +189,15 @@ def _read_into(fd: int, buffer: bytearray) -> bool:
     return True
 
 
-def _read_payload(fd: int) -> bytearray | None:
+def _read_payload(fd: int, pid: int) -> bytearray | None:
     """What the child wrote to ``fd``: its length (8 bytes), then itself, read into one
-    buffer of that size; ``None`` when the pipe closed early."""
+    buffer of that size; ``None`` when the pipe closed early or the child stalled."""
     try:
+        watch = _Watch(pid)
         head = bytearray(8)
-        if not _read_into(fd, head):
+        if not _read_into(fd, head, watch):
             return None
         payload = bytearray(int.from_bytes(head, "little"))
-        return payload if _read_into(fd, payload) else None
+        return payload if _read_into(fd, payload, watch) else None
     except OSError:
         return None
