@@ -292,11 +292,25 @@ def _align_group(
     his: list[int] = []
     margins: list[int] = []
     counts: list[int] = []  # regions of each text
+    lengths = view.lengths
     for job, clusters in group:
-        regions = _regions(ctx, job, clusters, claims)
+        n = len(job.norm)
         # markup and dropped words before the first (after the last) minimizer move the
         # true edges
-        margin = _MARGIN + min(len(job.norm) // 10, window)
+        margin = _MARGIN + min(n // 10, window)
+        if len(clusters) == 1:  # the common case, as _regions has it, without its lists
+            doc, lo, hi, _ = clusters[0]
+            lo, hi = max(0, lo), min(int(lengths[doc]), hi + n)
+            if hi > lo:
+                docs.append(doc)
+                los.append(lo)
+                his.append(hi)
+                margins.append(margin)
+                counts.append(1)
+            else:
+                counts.append(0)
+            continue
+        regions = _regions(ctx, job, clusters, claims)
         for doc, lo, hi in regions:
             docs.append(doc)
             los.append(lo)
@@ -316,6 +330,19 @@ def _align_group(
     threshold = ctx.settings.fuzzy_threshold
     w = 0
     for (job, _), count in zip(group, counts, strict=True):
+        if count == 1:  # one place aligned: resolve_scored's common case, without its lists
+            a, b = starts[w], ends[w]
+            found = align_window(job.norm, text[a:b], kept[a:b], origin[w], threshold)
+            if found is not None and found[0] >= threshold:
+                score, start, end = found
+                results[job.slot] = choose(
+                    ctx, job, [(docs[w], start, end)], MatchStatus.FUZZY, score, "approximate text"
+                )
+            else:
+                weak: list[Scored] = [] if found is None else [(found[0], docs[w], *found[1:])]
+                results[job.slot] = resolve_scored(ctx, job, weak)
+            w += 1
+            continue
         scored: list[Scored] = []
         for i in range(w, w + count):
             a, b = starts[i], ends[i]

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel, LCSseq
+from rapidfuzz.distance import Editops, Indel, LCSseq, Opcodes
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.align import (
@@ -54,6 +54,20 @@ def _reference_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | No
 
 
 _letters = st.text(alphabet=st.sampled_from("abcd"), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    chunk=st.text(alphabet=st.sampled_from("abcd "), max_size=300),
+    window=st.text(alphabet=st.sampled_from("abcd "), max_size=300),
+)
+def test_the_edit_operations_give_the_opcodes_matching_blocks(chunk: str, window: str) -> None:
+    # _bounds reads the blocks of Indel.editops (cheaper to make): the same as the opcodes'
+    # the reference reads, also past 64 characters (several words of the bit matrix)
+    def blocks(found: Editops | Opcodes) -> list[tuple[int, int, int]]:
+        return [(b.a, b.b, b.size) for b in found.as_matching_blocks()]
+
+    assert blocks(Indel.editops(chunk, window)) == blocks(Indel.opcodes(chunk, window))
 
 
 @settings(max_examples=400, deadline=None)

@@ -36,3 +36,12 @@ def test_normalise_with_positions_points_at_each_kept_character(text: str) -> No
     assert [fold(text[int(i)]) for i in kept] == list(norm)
     dropped = set(range(len(text))) - set(kept.tolist())
     assert all(text[i].isspace() for i in dropped)
+
+
+def test_every_ascii_character_folds_as_the_general_rule() -> None:
+    # the ASCII path lowers and drops in one translation: each of the 128 characters alone
+    # and between letters, against ``fold`` and ``str.split``
+    for c in map(chr, range(128)):
+        assert normalise(c) == _general(c)
+        assert normalise(f"Q{c}Z") == _general(f"Q{c}Z")
+        assert normalise_with_positions(f"Q{c}Z")[0] == _general(f"Q{c}Z")
