@@ -101,7 +101,11 @@ class IndexBuilder:
         self._carry = np.zeros(0, dtype=np.uint32)
         self._carry_start = 0
         self._bounds = np.zeros(0, dtype=np.int64)  # document starts not yet behind the carry
-        self._packed: list[U64] = []
+        # the entries, written in place into one array grown as needed (about 2 / (window + 1)
+        # of the positions are minimizers): no list of parts joined into a second copy at the
+        # end, and no freed parts left behind in the heap between the blocks of later phases
+        self._table = np.empty(_capacity(total, window), dtype=np.uint64)
+        self._filled = 0
         # positions picked in the overlap the next block hashes again: dropped from it there,
         # so the entries are unique without a second copy of them all at the end
         self._tail = np.zeros(0, dtype=np.int64)
@@ -163,17 +167,36 @@ class IndexBuilder:
         # np.union1d's result, without the numpy.ma import it brings along (25 ms)
         self._tail = np.unique(np.concatenate((kept, ahead))) if len(kept) else ahead
         if len(picked):
-            keys = (h[picked] >> self._shift) << self._shift
-            self._packed.append(keys | pos.astype(np.uint64))
+            self._append(h, picked, pos)
+
+    def _append(self, h: U64, picked: npt.NDArray[np.intp], pos: I64) -> None:
+        """Write the entries of the hashes ``h[picked]`` at positions ``pos`` after the others."""
+        stop = self._filled + len(picked)
+        if stop > len(self._table):  # never a view of the table alive here: resized in place
+            self._table.resize((max(stop, len(self._table) * 3 // 2 + 1024),), refcheck=False)
+        out = self._table[self._filled : stop]
+        np.take(h, picked, out=out)
+        np.right_shift(out, self._shift, out=out)
+        np.left_shift(out, self._shift, out=out)
+        np.bitwise_or(out, pos.view(np.uint64), out=out)  # positions are never negative
+        self._filled = stop
 
     def finish(self) -> MinimizerIndex:
         if len(self._carry):  # the windows that reach past the last document's end
             self._collect(self._carry, self._carry_start, self._bounds, last=True)
             self._carry = self._carry[:0]
-        packed = np.concatenate(self._packed) if self._packed else np.zeros(0, np.uint64)
-        self._packed.clear()
+        packed = self._table
+        self._table = np.zeros(0, dtype=np.uint64)
+        packed.resize((self._filled,), refcheck=False)  # the unused end given back, not copied
         packed.sort()
         return MinimizerIndex(packed, self.pos_bits)
+
+
+def _capacity(total: int, window: int) -> int:
+    """Entries to reserve for a text of ``total`` characters: a little more than the
+    ``2 / (window + 1)`` of the positions that random text picks (pages never written to are
+    never resident; repetitive text, which picks more, grows the array)."""
+    return int(total) * 9 // (4 * (window + 1)) + 1024
 
 
 def _cut_at_boundaries(h: U64, bounds: I64, k: int) -> None:

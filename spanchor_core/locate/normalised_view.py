@@ -74,9 +74,14 @@ def build_normalised_view(
     starts, lengths = documents.starts, documents.lengths
     ndocs = len(documents.texts)
     norm_lengths = np.zeros(ndocs, dtype=np.int64)
-    checkpoints: list[npt.NDArray[np.integer[Any]]] = []
     # document-local offsets: 32 bits suffice unless one document passes 2 G characters
     narrow = np.int32 if int(lengths.max(initial=0)) < 2**31 else np.int64
+    # written in place: a document has no more checkpoints than its canonical length allows
+    # (the normalised text is never longer), so one array holds them all, cut to size after
+    ckpts: npt.NDArray[np.integer[Any]] = np.empty(
+        int((-(-lengths // CHECKPOINT)).sum()), dtype=narrow
+    )
+    filled = 0
     ends = documents.ends
     fed = 0  # normalised characters before this block
     for offset, block in documents.blocks():
@@ -88,10 +93,8 @@ def build_normalised_view(
         fed += len(kept)
         if not len(kept):
             continue
-        _checkpoints(kept, offset, ends, starts, norm_lengths, checkpoints, narrow)
-    ckpts: npt.NDArray[np.integer[Any]] = (
-        np.concatenate(checkpoints) if checkpoints else np.zeros(0, dtype=narrow)
-    )
+        filled = _checkpoints(kept, offset, ends, starts, norm_lengths, ckpts, filled)
+    ckpts.resize((filled,), refcheck=False)  # the unused end given back, not copied
     per_doc = -(-norm_lengths // CHECKPOINT)
     ckpt_base = np.cumsum(per_doc) - per_doc
     # an empty document at a block boundary or at the end holds no checkpoint and never
@@ -109,11 +112,12 @@ def _checkpoints(
     ends: I64,
     starts: I64,
     norm_lengths: I64,
-    out: list[npt.NDArray[np.integer[Any]]],
-    narrow: type[np.integer[Any]],
-) -> None:
-    """Record the checkpoints of one block (kept characters at block offsets ``kept``, the
-    block at virtual ``offset``) and add its kept characters to ``norm_lengths``.
+    out: npt.NDArray[np.integer[Any]],
+    filled: int,
+) -> int:
+    """Write the checkpoints of one block (kept characters at block offsets ``kept``, the
+    block at virtual ``offset``) into ``out`` after its first ``filled``, add its kept
+    characters to ``norm_lengths``, and return how many ``out`` holds now.
 
     Works per run of one document's characters (a block holds a few documents), never per
     character: the ``k``-th normalised character of a document is a checkpoint when ``k`` is a
@@ -132,8 +136,11 @@ def _checkpoints(
     picks = np.maximum(0, counts - lead + CHECKPOINT - 1) // CHECKPOINT
     total = int(picks.sum())
     if not total:
-        return
+        return filled
     run = np.repeat(np.arange(len(counts), dtype=np.int64), picks)
     step = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(picks) - picks, picks)
     at = bounds[run] + lead[run] + CHECKPOINT * step
-    out.append((kept[at] + (offset - starts[first + run])).astype(narrow))
+    np.add(
+        kept[at], offset - starts[first + run], out=out[filled : filled + total], casting="unsafe"
+    )
+    return filled + total

@@ -89,6 +89,21 @@ def test_each_document_indexes_exactly_what_it_would_alone(
     assert np.array_equal(whole.packed, index.packed)
 
 
+def test_a_text_that_picks_more_than_the_reserved_entries_grows_the_index() -> None:
+    # a period-2 text ties every window: half of its positions are minimizers, far more than
+    # the 2 / (window + 1) reserved up front, so the entries outgrow their array several times
+    text = "ab" * 6_000 + "the end of a repetitive document, then prose" * 3
+    hasher, window = KgramHasher(5), 8
+    documents = CorpusTexts(Corpus.from_texts({"rep": text, "z": "short tail document text"}))
+    index = index_documents(documents, hasher, window)
+    expected: set[Any] = set()
+    for t, s in zip(documents.texts, documents.starts.tolist(), strict=True):
+        expected |= _alone(t, s, hasher, window, index.pos_bits)
+    assert len(index.packed) == len(expected) > len(text) // 3
+    assert set(_entries(index)) == expected
+    assert bool(np.all(index.packed[:-1] <= index.packed[1:]))
+
+
 def _restricted(index: MinimizerIndex, starts: Any, lengths: Any, keep: list[int]) -> set[Any]:
     """The entries of documents ``keep``, as ``(hash part, document, local position)``."""
     out = set()
