@@ -21,6 +21,7 @@ from spanchor_core.locate.text import advance_nonspace, code_points, fold, non_s
 __all__ = ["CHECKPOINT", "NormalisedView", "build_normalised_view"]
 
 CHECKPOINT: Final = 32  # normalised -> canonical map keeps every 32nd position
+_ASCII_KEEP: Final = np.array([not chr(c).isspace() for c in range(128)], dtype=np.bool_)
 
 
 @dataclass(slots=True)
@@ -85,11 +86,10 @@ def build_normalised_view(
     ends = documents.ends
     fed = 0  # normalised characters before this block
     for offset, block in documents.blocks():
-        codes = code_points(fold(block))
-        kept = np.flatnonzero(non_space_mask(codes))  # block offsets of the kept characters
+        kept, folded = _kept(block)
         # the normalised starts of the documents starting here: no window crosses them
         lo, hi = np.searchsorted(starts, [offset, offset + len(block)], side="left")
-        builder.feed(codes[kept], starts=fed + np.searchsorted(kept, starts[lo:hi] - offset))
+        builder.feed(folded, starts=fed + np.searchsorted(kept, starts[lo:hi] - offset))
         fed += len(kept)
         if not len(kept):
             continue
@@ -104,6 +104,24 @@ def build_normalised_view(
     # so that the starts stay sorted for searchsorted
     norm_starts = np.cumsum(norm_lengths) - norm_lengths
     return NormalisedView(builder.finish(), norm_starts, norm_lengths, ckpt_base, ckpts)
+
+
+def _kept(block: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint32]]:
+    """The block offsets of the characters the normalised stream keeps, and their folded
+    code points. An ASCII block (most) is folded and tested as bytes: the same characters as
+    :func:`~spanchor_core.locate.text.non_space_mask` keeps, a quarter of the memory traffic."""
+    if block.isascii():
+        octets = np.frombuffer(block.lower().encode("ascii"), dtype=np.uint8)
+        # every byte above U+0020 is kept; only control characters are looked up
+        mask = octets > 32
+        check = np.flatnonzero(octets < 32)
+        if len(check):
+            mask[check] = _ASCII_KEEP[octets[check]]
+        kept = np.flatnonzero(mask)
+        return kept, octets[kept].astype(np.uint32)
+    codes = code_points(fold(block))
+    kept = np.flatnonzero(non_space_mask(codes))
+    return kept, codes[kept]
 
 
 def _checkpoints(
@@ -125,6 +143,13 @@ def _checkpoints(
     """
     first = int(np.searchsorted(ends, offset + int(kept[0]), side="right"))
     last = int(np.searchsorted(ends, offset + int(kept[-1]), side="right"))
+    if first == last:  # the block's kept characters are all one document's (most blocks)
+        before = int(norm_lengths[first])
+        norm_lengths[first] += len(kept)
+        picked = kept[-before % CHECKPOINT :: CHECKPOINT]
+        stop = filled + len(picked)
+        np.add(picked, offset - int(starts[first]), out=out[filled:stop], casting="unsafe")
+        return stop
     # the kept characters of document first + r are kept[bounds[r]:bounds[r + 1]]
     cuts = np.searchsorted(kept, ends[first:last] - offset, side="left")
     bounds = np.concatenate(([0], cuts, [len(kept)])).astype(np.int64)
