@@ -15,7 +15,12 @@ import numpy.typing as npt
 
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts
 from spanchor_core.locate.hashing import I64, KgramHasher
-from spanchor_core.locate.index import IndexBuilder, MinimizerIndex
+from spanchor_core.locate.index import (
+    INDEX_BLOCK_CHARS,
+    IndexBuilder,
+    MinimizerIndex,
+    keep_on_heap,
+)
 from spanchor_core.locate.text import advance_nonspace, code_points, fold, non_space_mask
 
 __all__ = ["CHECKPOINT", "NormalisedView", "build_normalised_view"]
@@ -85,7 +90,8 @@ def build_normalised_view(
     filled = 0
     ends = documents.ends
     fed = 0  # normalised characters before this block
-    for offset, block in documents.blocks():
+    keep_on_heap(INDEX_BLOCK_CHARS)
+    for offset, block in documents.blocks(INDEX_BLOCK_CHARS):
         kept, folded = _kept(block)
         # the normalised starts of the documents starting here: no window crosses them
         lo, hi = np.searchsorted(starts, [offset, offset + len(block)], side="left")
@@ -98,7 +104,8 @@ def build_normalised_view(
     per_doc = -(-norm_lengths // CHECKPOINT)
     ckpt_base = np.cumsum(per_doc) - per_doc
     # an empty document at a block boundary or at the end holds no checkpoint and never
-    # needs a base; 0, as the document-by-document build left it
+    # needs a base; 0, as the document-by-document build left it (its BLOCK_CHARS, not the
+    # block size of this build: the stored arrays stay what they were)
     ckpt_base[(lengths == 0) & ((starts % BLOCK_CHARS == 0) | (starts >= documents.total))] = 0
     # documents are contiguous in the normalised stream; this also places empty documents
     # so that the starts stay sorted for searchsorted
