@@ -74,19 +74,19 @@ class CorpusTexts:
         for lo, hi in pairwise(cuts):
             yield lo, int(self.starts[lo]), "".join(self.texts[lo:hi])
 
-    def blocks(self) -> Iterator[tuple[int, str]]:
-        """The documents' texts as one virtual string, in blocks of ``BLOCK_CHARS``."""
+    def blocks(self, chars: int = BLOCK_CHARS) -> Iterator[tuple[int, str]]:
+        """The documents' texts as one virtual string, in blocks of ``chars``."""
         parts: list[str] = []
         size = 0
         offset = 0
         for text in self.texts:
             pos = 0
             while pos < len(text):
-                piece = text[pos : pos + BLOCK_CHARS - size]
+                piece = text[pos : pos + chars - size]
                 parts.append(piece)
                 size += len(piece)
                 pos += len(piece)
-                if size >= BLOCK_CHARS:
+                if size >= chars:
                     yield offset, "".join(parts)
                     offset += size
                     parts, size = [], 0

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
-from spanchor_core.locate.documents import CorpusTexts
+from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts
 from spanchor_core.locate.hashing import SENTINEL, KgramHasher, minimizer_mask
 from spanchor_core.locate.index import IndexBuilder, MinimizerIndex, index_documents
 from spanchor_core.locate.normalised_view import CHECKPOINT, build_normalised_view
-from spanchor_core.locate.text import code_points, fold, normalise
+from spanchor_core.locate.text import code_points, fold, normalise, normalise_with_positions
 
 _text = st.text(alphabet=st.sampled_from("abcAB \n\tİςΣé"), max_size=300)
 
@@ -89,6 +89,21 @@ def test_each_document_indexes_exactly_what_it_would_alone(
     assert np.array_equal(whole.packed, index.packed)
 
 
+def test_a_text_that_picks_more_than_the_reserved_entries_grows_the_index() -> None:
+    # a period-2 text ties every window: half of its positions are minimizers, far more than
+    # the 2 / (window + 1) reserved up front, so the entries outgrow their array several times
+    text = "ab" * 6_000 + "the end of a repetitive document, then prose" * 3
+    hasher, window = KgramHasher(5), 8
+    documents = CorpusTexts(Corpus.from_texts({"rep": text, "z": "short tail document text"}))
+    index = index_documents(documents, hasher, window)
+    expected: set[Any] = set()
+    for t, s in zip(documents.texts, documents.starts.tolist(), strict=True):
+        expected |= _alone(t, s, hasher, window, index.pos_bits)
+    assert len(index.packed) == len(expected) > len(text) // 3
+    assert set(_entries(index)) == expected
+    assert bool(np.all(index.packed[:-1] <= index.packed[1:]))
+
+
 def _restricted(index: MinimizerIndex, starts: Any, lengths: Any, keep: list[int]) -> set[Any]:
     """The entries of documents ``keep``, as ``(hash part, document, local position)``."""
     out = set()
@@ -148,3 +163,41 @@ def test_to_normalised_inverts_to_canonical_down_to_a_checkpoint() -> None:
         for k in range(0, int(view.lengths[d]), 7):
             back = view.to_normalised(d, view.to_canonical(source, d, k))
             assert back <= k < back + CHECKPOINT
+
+
+_ascii = st.text(alphabet=st.sampled_from("abAB \n\t\r\x0b\x0c\x1c\x1f\x00~-"), max_size=300)
+
+
+@settings(deadline=None)
+@given(docs=st.lists(_ascii, min_size=1, max_size=6))
+def test_ascii_documents_map_back_like_any_others(docs: list[str]) -> None:
+    # ASCII blocks are folded and tested as bytes: the same characters kept, the same map
+    corpus = Corpus.from_texts({f"d{i}": text for i, text in enumerate(docs)})
+    documents = CorpusTexts(corpus)
+    view = build_normalised_view(documents, KgramHasher(5), 4)
+    for d, source in enumerate(documents.texts):
+        norm, positions = normalise_with_positions(source)
+        assert int(view.lengths[d]) == len(norm)
+        got = [view.to_canonical(source, d, local) for local in range(len(norm))]
+        assert got == positions.tolist()
+
+
+def test_documents_longer_than_a_block_keep_every_checkpoint() -> None:
+    # blocks of one document's characters take a strided slice of the kept offsets; the
+    # checkpoints must continue across blocks, documents and a non-ASCII block alike
+    rng = np.random.default_rng(3)
+    words = ["alpha", "Beta", "\tgamma", "  ", "\n\n", "DELTA", "é", "x"]
+
+    def text(n: int) -> str:
+        return "".join(words[i] + " " for i in rng.integers(0, len(words), n))
+
+    texts = {"long": text(9_000), "mid": text(2_500), "one": "a", "tiny": " \n ", "z": text(7_000)}
+    texts["ascii"] = text(8_000).replace("é", "e")
+    documents = CorpusTexts(Corpus.from_texts(texts))
+    assert documents.total > 3 * BLOCK_CHARS
+    view = build_normalised_view(documents, KgramHasher(8), 6)
+    for d, source in enumerate(documents.texts):
+        norm, positions = normalise_with_positions(source)
+        assert int(view.lengths[d]) == len(norm)
+        got = [view.to_canonical(source, d, local) for local in range(0, len(norm), 5)]
+        assert got == positions[::5].tolist()
