@@ -11,18 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from spanchor_core.errors import EvaluationFileError
-from spanchor_core.evaluate import file as evaluation_file
 from spanchor_core.evaluate import (
     file_columns,
     file_fork,
     file_read,
-    read_evaluation,
     write_evaluation,
 )
 from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.model import QueryTable
-from tests.test_columnar_reader import _evaluation, _same, _strict
+from tests.test_columnar_reader import _evaluation, _reads_edited_as_strict, _same, _strict
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork and two CPUs")
 
@@ -69,15 +66,6 @@ def test_the_second_half_read_on_a_child_is_the_same_evaluation(
     assert list(read.queries) == [f"q{i:03d}" for i in range(n)]
 
 
-def _strict_or_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
-    with monkeypatch.context() as patched:
-        patched.setattr(evaluation_file, "_read_fast", lambda _: None)
-        try:
-            return read_evaluation(path)
-        except EvaluationFileError as err:
-            return str(err)
-
-
 @pytest.mark.parametrize(
     "edit",
     [
@@ -95,20 +83,7 @@ def _strict_or_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
 def test_an_odd_line_in_either_half_reads_as_the_strict_path_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy, edit: object
 ) -> None:
-    path = tmp_path / "e.json"
-    write_evaluation(_evaluation(40), path)
-    text = path.read_text(encoding="utf-8")
-    edited = edit(text)  # type: ignore[operator]
-    assert edited != text
-    path.write_bytes(edited.encode("utf-8"))
-    strict = _strict_or_error(path, monkeypatch)
-    if isinstance(strict, str):
-        with pytest.raises(EvaluationFileError) as raised:
-            read_evaluation(path)
-        assert str(raised.value) == strict
-    else:
-        read = read_evaluation(path)
-        _same(read, strict)  # type: ignore[arg-type]
+    _reads_edited_as_strict(tmp_path / "e.json", monkeypatch, edit)
     assert spy.started >= 1
 
 

@@ -384,13 +384,14 @@ def test_our_writer_s_file_is_matched_where_it_stands(tmp_path: Path, n: int) ->
 
 
 def _strict_or_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> Evaluation | str:
-    monkeypatch.setattr(evaluation_file, "_read_fast", lambda _: None)
-    try:
-        return read_evaluation(path)
-    except EvaluationFileError as err:
-        return str(err)
-    finally:
-        monkeypatch.undo()
+    """What the strict reader alone makes of ``path``: its evaluation, or its error's text
+    (the fast path switched off for this call only; the caller's other patches stay)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(evaluation_file, "_read_fast", lambda _: None)
+        try:
+            return read_evaluation(path)
+        except EvaluationFileError as err:
+            return str(err)
 
 
 @pytest.mark.parametrize(
@@ -419,7 +420,12 @@ def _strict_or_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> Evaluation 
 def test_a_file_not_laid_out_as_usual_reads_as_the_strict_path_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: object
 ) -> None:
-    path = tmp_path / "e.json"
+    _reads_edited_as_strict(tmp_path / "e.json", monkeypatch, edit)
+
+
+def _reads_edited_as_strict(path: Path, monkeypatch: pytest.MonkeyPatch, edit: object) -> None:
+    """A 40-query evaluation written to ``path``, edited by ``edit`` (which must change it),
+    reads as the strict reader reads it: the same evaluation, or the same error."""
     write_evaluation(_evaluation(40), path)
     text = path.read_text(encoding="utf-8")
     edited = edit(text)  # type: ignore[operator]

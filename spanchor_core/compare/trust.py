@@ -326,63 +326,53 @@ def _merged_sources(table: object, ids: Sequence[str]) -> list[str]:
     return sorted(sources)
 
 
+def _merge_finding(
+    code: str, lead: str, after: str, tables: Sequence[object], ids: list[str]
+) -> Finding:
+    """A merge warning about ``ids``: ``lead`` (who merges), the merged sources found in
+    ``tables``, ``after`` (against what), the queries and what to do."""
+    sources = sorted({source for table in tables for source in _merged_sources(table, ids)})
+    named = f" (from {', '.join(sources)})" if sources else ""
+    counted = f"{len(ids)} {'query' if len(ids) == 1 else 'queries'}"
+    return Finding(
+        "warning",
+        code,
+        f"{lead} {counted} from several retrievals of one asking merged into one list{named}"
+        f"{after} ({_listed(ids)}): the merge interleaves their ranks, which may not be the "
+        "list your app gave the model; record that list (stage context) to gate exactly it, "
+        "or score one retriever on both sides with --group source:NAME",
+        query_ids=tuple(ids),
+    )
+
+
 def merge_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
     """``merge_change`` for each side that merges several retrievals per asking for queries
-    the other side scored from one (see the module docstring); each baseline (named side,
-    table) against the candidate. Queries missing on the other side are not compared."""
+    the other side scored from one, and one ``merged_retrievals`` for queries both sides merge
+    (see the module docstring); each baseline (named side, table) against the candidate.
+    Queries missing on either side are not compared, so not named."""
     cand_merged = set(getattr(candidate, "merged", ()))
     findings: list[Finding] = []
     for side, table in baselines:
         base_merged = set(getattr(table, "merged", ()))
+        missing = set(getattr(table, "missing_in_run", ())) | set(
+            getattr(candidate, "missing_in_run", ())
+        )
         for name, merged, other, other_merged, own, other_table in (
             (side, base_merged, "candidate", cand_merged, table, candidate),
             ("candidate", cand_merged, side, base_merged, candidate, table),
         ):
-            missing = set(getattr(other_table, "missing_in_run", ()))
             lone = sorted(
                 qid
                 for qid in merged - other_merged - missing
                 if not isinstance(other_table, Mapping) or qid in other_table
             )
-            if not lone:
-                continue
-            sources = _merged_sources(own, lone)
-            named = f" (from {', '.join(sources)})" if sources else ""
-            many = len(lone) != 1
-            findings.append(
-                Finding(
-                    "warning",
-                    "merge_change",
-                    f"the {name} run scores {len(lone)} {'queries' if many else 'query'} from "
-                    f"several retrievals of one asking merged into one list{named}, where the "
-                    f"{other} scored one retrieval ({_listed(lone)}): the merge interleaves "
-                    "their ranks, which may not be the list your app gave the model; record "
-                    "that list (stage context) or score one retriever on both sides with "
-                    "--group source:NAME",
-                    query_ids=tuple(lone),
-                )
-            )
-        shared = sorted(
-            (cand_merged & base_merged)
-            - set(getattr(table, "missing_in_run", ()))
-            - set(getattr(candidate, "missing_in_run", ()))
-        )
+            if lone:
+                lead, after = f"the {name} run scores", f", where the {other} scored one retrieval"
+                findings.append(_merge_finding("merge_change", lead, after, [own], lone))
+        shared = sorted((cand_merged & base_merged) - missing)
         if shared:
-            sources = sorted(
-                set(_merged_sources(table, shared)) | set(_merged_sources(candidate, shared))
-            )
-            named = f" (from {', '.join(sources)})" if sources else ""
-            many = len(shared) != 1
+            tables = [table, candidate]
             findings.append(
-                Finding(
-                    "warning",
-                    "merged_retrievals",
-                    f"both runs score {len(shared)} {'queries' if many else 'query'} from "
-                    f"several retrievals of one asking merged into one list{named} "
-                    f"({_listed(shared)}): the merge interleaves their ranks, which may not be "
-                    "the list your app gave the model; record that list (stage context) to "
-                    "gate exactly it, or score one retriever with --group source:NAME",
-                    query_ids=tuple(shared),
-                )
+                _merge_finding("merged_retrievals", "both runs score", "", tables, shared)
             )
     return findings
