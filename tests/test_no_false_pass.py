@@ -380,8 +380,12 @@ def test_a_side_that_merges_several_retrievals_per_asking_is_named_not_quiet(
     assert len(both) == 1
     assert both[0].startswith("warning: both runs score 57 queries from several retrievals")
     # one retriever on both sides: nothing merged, nothing to say
-    code, lines = _gate(capsys, BASE, merged, "--group", "source:vector")
+    header, *records = _lines(BASE)
+    vector = [header, *({**record, "source": "vector"} for record in records)]
+    named = _write(tmp_path / "vector.jsonl", vector)
+    code, lines = _gate(capsys, named, merged, "--group", "source:vector")
     assert code == 0
+    assert lines[-1].startswith("PASS: 57 queries compared — 0 regressed, 0 improved")
     assert not any("merged into one list" in line for line in lines)
     # the same finding from evaluation files (the columnar reader keeps the merged queries)
     from spanchor_core import evaluate, load_corpus, read_gold, read_run, write_evaluation
@@ -412,3 +416,25 @@ def test_merging_only_some_questions_names_only_those(
     warning = next(line for line in lines if "merged into one list" in line)
     assert "scores 2 queries from several" in warning
     assert "one retrieval (q03, q07):" in warning
+
+
+def test_a_grouping_rule_that_keeps_none_of_a_sides_records_is_untrusted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--group source:vector`` against a baseline whose records name no source keeps none of
+    them: every baseline query is scored as an empty retrieval and any candidate "improves".
+    That was a PASS (55 improved on a LlamaIndex sub-question candidate); it is untrusted."""
+    merged = _merged(BASE, CAND, tmp_path / "hybrid.jsonl")
+    code, lines = _gate(capsys, BASE, merged, "--group", "source:vector")
+    assert code == 3
+    finding = next(line for line in lines if "kept none of its records" in line)
+    assert finding.startswith(
+        "untrusted: the baseline run cannot be trusted: the grouping rule 'source:vector' "
+        "kept none of its records, so its 57 recorded queries were scored as if nothing was "
+        "retrieved"
+    )
+    assert lines[-1].startswith("UNTRUSTED")
+    # a rule that the baseline matches and the candidate does not: the candidate's turn
+    code, lines = _gate(capsys, merged, BASE, "--group", "source:bm25")
+    assert code == 3
+    assert any("the candidate run cannot be trusted: the grouping rule" in line for line in lines)

@@ -12,8 +12,9 @@ finding, which makes the comparison exit 3 whatever its deltas say.
 * ``unmapped_rate`` — more than ``max_unmapped_rate`` of the side's results got no span
   (spanchor 0.x's exit 3).
 * ``no_results`` — the side returned no result at all for any query it recorded (an empty
-  index, a retriever that was down): every score is 0 and nothing can regress from it, so a
-  PASS would rest on no evidence.
+  index, a retriever that was down), or the grouping rule kept none of its records (``--group
+  source:NAME`` naming a source only the other run has): every score is 0 and nothing can
+  regress from it, so a PASS would rest on no evidence.
 * ``failed_retrievals`` — more than ``max_unmapped_rate`` of the side's recorded queries hold
   a failed retrieval (an ``error``): what the retriever would have returned is as unknown as
   an unmapped result's span, and a baseline that failed where the candidate failed too hides
@@ -176,6 +177,23 @@ def _failure_findings(
     if not answered or table.records is None or not getattr(table, "has_result_spans", False):
         return []
     failed = tuple(getattr(table, "errors", ()))
+    stages = getattr(table, "stages", None)
+    if isinstance(stages, Mapping) and not failed and sum(stages.values()) == 0:
+        # records were read, but the grouping rule kept none of them: every query was scored
+        # as an empty retrieval, and anything looks like an improvement over that
+        rule = getattr(getattr(table, "settings", None), "group", None)
+        named = f" {rule!r}" if isinstance(rule, str) else ""
+        return [
+            Finding(
+                "error",
+                "no_results",
+                f"the {side} run cannot be trusted: the grouping rule{named} kept none of its "
+                f"records, so its {answered} recorded "
+                f"{'query was' if answered == 1 else 'queries were'} scored as if nothing was "
+                "retrieved; choose a rule that both runs' records match (their source and "
+                "stage names are in the run files)",
+            )
+        ]
     # query ids only: error texts may hold what --redact keeps out of every output
     if table.mapping.total == 0:
         why = (
@@ -313,34 +331,54 @@ def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) 
     return findings
 
 
-def _merged_sources(table: object, ids: Sequence[str]) -> list[str]:
-    """The sources of the merged askings of the first few of ``ids`` (the message names them;
-    building every query of a 100,000-query table for it would cost more than it tells)."""
-    if not isinstance(table, Mapping):
-        return []
+def _merged_shape(table: object, ids: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The sources and stages of the merged askings of the first few of ``ids`` (the message
+    names them; building every query of a 100,000-query table for it would cost more than it
+    tells)."""
     sources: set[str] = set()
+    stages: set[str] = set()
+    if not isinstance(table, Mapping):
+        return sources, stages
     for qid in ids[:20]:
         for trace in getattr(table[qid], "traces", ()):
             if trace.records > 1:
                 sources.update(source for source in trace.sources if source)
-    return sorted(sources)
+                stages.add(trace.stage or "retrieval")
+    return sources, stages
 
 
 def _merge_finding(
     code: str, lead: str, after: str, tables: Sequence[object], ids: list[str]
 ) -> Finding:
     """A merge warning about ``ids``: ``lead`` (who merges), the merged sources found in
-    ``tables``, ``after`` (against what), the queries and what to do."""
-    sources = sorted({source for table in tables for source in _merged_sources(table, ids)})
-    named = f" (from {', '.join(sources)})" if sources else ""
+    ``tables``, ``after`` (against what), the queries and what to do. When the merged records
+    are all ``context`` lines already (a sub-question engine records each sub-engine's
+    context and the final one), recording "the list the model saw" is no advice: choosing
+    one of them by its source is."""
+    sources: set[str] = set()
+    stages: set[str] = set()
+    for table in tables:
+        more_sources, more_stages = _merged_shape(table, ids)
+        sources |= more_sources
+        stages |= more_stages
+    named = f" (from {', '.join(sorted(sources))})" if sources else ""
     counted = f"{len(ids)} {'query' if len(ids) == 1 else 'queries'}"
+    if stages == {"context"}:
+        advice = (
+            "if one of these context lists is what your app gave the model, score it on both "
+            "sides with --group source:NAME"
+        )
+    else:
+        advice = (
+            "record that list (stage context) to gate exactly it, or score one retriever on "
+            "both sides with --group source:NAME"
+        )
     return Finding(
         "warning",
         code,
         f"{lead} {counted} from several retrievals of one asking merged into one list{named}"
         f"{after} ({_listed(ids)}): the merge interleaves their ranks, which may not be the "
-        "list your app gave the model; record that list (stage context) to gate exactly it, "
-        "or score one retriever on both sides with --group source:NAME",
+        f"list your app gave the model; {advice}",
         query_ids=tuple(ids),
     )
 

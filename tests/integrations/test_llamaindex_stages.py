@@ -307,6 +307,34 @@ def test_sub_questions_share_one_trace_per_user_question(tmp_path: Path, use_asy
     assert {q: dict(first[q]) for q, _ in questions} == {q: dict(second[q]) for q, _ in questions}
 
 
+@pytest.mark.usefixtures("llamaindex_sync_api")
+def test_gating_a_sub_question_engine_says_its_contexts_were_merged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain query engine against a SubQuestionQueryEngine over the same retriever, gated
+    on every gold question: the candidate's three context lines per question (two sub-engine
+    contexts and the final one) are interleaved, which the gate says, naming both sources and
+    the rule that scores one of them; ``--group source:SubQuestionQueryEngine`` on a baseline
+    without that source kept nothing of it and is untrusted, not a PASS of 55 improvements."""
+    questions = all_queries()
+    plain = record(tmp_path / "plain.jsonl", engine(), questions)
+    sub = record(tmp_path / "sub.jsonl", sub_question_engine(False), questions)
+    write_gold(quickstart()[1], tmp_path / "gold.jsonl")
+    argv = ["gate", "--docs", str(DOCS), "--gold", str(tmp_path / "gold.jsonl")]
+    argv += ["--baseline", str(plain.path), "--candidate", str(sub.path)]
+    code = cli_main(argv)
+    out = capsys.readouterr()
+    lines = (out.out + out.err).splitlines()
+    warning = next(line for line in lines if "merged into one list" in line)
+    assert warning.startswith(f"warning: the candidate run scores {len(questions)} queries")
+    assert "(from RetrieverQueryEngine, SubQuestionQueryEngine)" in warning
+    assert "if one of these context lists is what your app gave the model" in warning
+    assert code == 0  # same retriever: the interleave loses nothing here
+    assert cli_main([*argv, "--group", "source:SubQuestionQueryEngine"]) == 3
+    out = capsys.readouterr()
+    assert "the baseline run cannot be trusted: the grouping rule" in out.out + out.err
+
+
 # -- worker threads inside the block -------------------------------------------------------------
 
 
