@@ -6,12 +6,14 @@ Each damaged run from issue 9 is built from the quickstart and gated; the exit c
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from spanchor_core import __version__
 from spanchor_core.cli import main
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
@@ -19,18 +21,30 @@ DOCS, GOLD = QUICKSTART / "docs", QUICKSTART / "gold.jsonl"
 BASE, CAND = QUICKSTART / "runs" / "baseline.jsonl", QUICKSTART / "runs" / "candidate.jsonl"
 
 
+_RECORDED = itertools.count(1)
+
+
 def _lines(path: Path) -> list[dict[str, Any]]:
     """A quickstart run's lines, to be damaged and written elsewhere. The header's pointer to
     the chunk inventory (``../chunks/...``, relative to the run) is dropped: the copies have no
-    ``chunks/`` beside them, and a pointer to nowhere is bad input of its own."""
+    ``chunks/`` beside them, and a pointer to nowhere is bad input of its own. Each copy gets a
+    moment of recording of its own, as a recording made again would: a copy that kept the
+    original's is the same recording, which the gate refuses to compare with itself."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     lines[0]["tags"].pop("spanchor.chunks", None)
+    lines[0]["created_at"] = f"2026-01-01T00:00:00.{next(_RECORDED):03d}Z"
     return lines
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+def _again(path: Path) -> Path:
+    """The run of ``path`` as if recorded once more (same results, a moment of its own), beside
+    it: what gating a retriever against an unchanged re-run of itself gives."""
+    return _write(path.with_name(f"again-{path.name}"), _lines(path))
 
 
 def _unmapped(source: Path, target: Path) -> Path:
@@ -104,7 +118,7 @@ def test_untrusted_outranks_a_regression_and_both_unmapped_never_print_pass(
 
 
 def test_a_sound_gate_still_passes_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _gate(capsys, BASE, BASE)[0] == 0
+    assert _gate(capsys, BASE, QUICKSTART / "runs" / "candidate-overlap.jsonl")[0] == 0
     code, lines = _gate(capsys, BASE, CAND)
     assert code == 1
     assert lines[-1].startswith("FAIL")
@@ -131,7 +145,7 @@ def test_several_retrievals_per_question_without_trace_ids_are_never_a_quiet_pas
     assert "--group source:NAME" in finding
     assert lines[-1].startswith("UNTRUSTED")
     # the baseline recorded the same way: means against means, with a warning
-    code, lines = _gate(capsys, candidate, candidate)
+    code, lines = _gate(capsys, candidate, _again(candidate))
     assert code == 0
     warning = next(line for line in lines if "more than one trace" in line)
     assert warning.startswith("warning: the baseline run")
@@ -220,7 +234,7 @@ def test_sides_recorded_at_different_stages_are_untrusted(
     assert code == 0
     assert any(line.startswith("warning: the baseline was scored at stage retr") for line in lines)
     # the same stage on both sides is an ordinary comparison
-    assert _gate(capsys, context, context)[0] == 0
+    assert _gate(capsys, context, _again(context))[0] == 0
     regressed = _staged(CAND, tmp_path / "c.jsonl", ("retrieval", "context"))
     assert _gate(capsys, both, regressed)[0] == 1
 
@@ -273,18 +287,18 @@ def test_runs_that_returned_nothing_never_pass(
     """A CI job whose index came up empty, or whose retriever was down, for both runs: every
     score is 0 on both sides, so nothing regressed, and still it is no PASS."""
     empty = _failed(BASE, tmp_path / "empty.jsonl", 1, error=False)
-    code, lines = _gate(capsys, empty, empty)
+    code, lines = _gate(capsys, empty, _again(empty))
     assert code == 3
     assert lines[-1].startswith("UNTRUSTED")
     assert any(
         line.startswith(
-            "error: the baseline run cannot be trusted: it returned no result for any of its 57 "
-            "recorded queries; was the index empty"
+            "untrusted: the baseline run cannot be trusted: it returned no result for any of "
+            "its 57 recorded queries; was the index empty"
         )
         for line in lines
     )
     down = _failed(BASE, tmp_path / "down.jsonl", 1)
-    code, lines = _gate(capsys, down, down)
+    code, lines = _gate(capsys, down, _again(down))
     assert code == 3
     assert any(
         "it returned no result for any of its 57 recorded queries (57 of them failed: q01, q02, "
@@ -299,12 +313,12 @@ def test_failed_retrievals_above_the_limit_are_untrusted_on_either_side(
     """Failures where both sides failed hide any regression there: above the unmapped limit
     (5 % in the quickstart's config) the side is untrusted; one failure in 57 is not."""
     half = _failed(BASE, tmp_path / "half.jsonl", 2)
-    code, lines = _gate(capsys, half, half)
+    code, lines = _gate(capsys, half, _again(half))
     assert code == 3
     finding = next(line for line in lines if "the retrieval failed for" in line)
     assert "failed for 29 of its 57 recorded queries (50.9%, limit 5.0%: q01, q03, " in finding
     one = _failed(BASE, tmp_path / "one.jsonl", 100)
-    code, lines = _gate(capsys, one, one)
+    code, lines = _gate(capsys, one, _again(one))
     assert code == 0
     assert not any("the retrieval failed" in line for line in lines)
     code, _ = _gate(capsys, BASE, one)
@@ -374,7 +388,7 @@ def test_a_side_that_merges_several_retrievals_per_asking_is_named_not_quiet(
     code, lines = _gate(capsys, merged, BASE)
     assert any(line.startswith("warning: the baseline run scores 57 queries") for line in lines)
     # the same shape on both sides: compared, with one warning that it is an interleave
-    code, lines = _gate(capsys, merged, merged)
+    code, lines = _gate(capsys, merged, _again(merged))
     assert code == 0
     both = [line for line in lines if "merged into one list" in line]
     assert len(both) == 1
@@ -438,3 +452,103 @@ def test_a_grouping_rule_that_keeps_none_of_a_sides_records_is_untrusted(
     code, lines = _gate(capsys, merged, BASE, "--group", "source:bm25")
     assert code == 3
     assert any("the candidate run cannot be trusted: the grouping rule" in line for line in lines)
+
+
+def test_a_candidate_that_is_the_baselines_own_recording_is_untrusted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The baseline's path in the candidate's place, or a copy of the baseline where the
+    candidate's recording should be (a CI step that recorded nothing and fell back to a
+    committed file): every delta is zero by construction, so no PASS."""
+    copy = tmp_path / "candidate.jsonl"
+    copy.write_bytes(BASE.read_bytes())
+    for candidate in (BASE, copy):
+        code, lines = _gate(capsys, BASE, candidate)
+        assert code == 3
+        said = [line for line in lines if "own recording" in line]
+        assert said[0].startswith("untrusted: the candidate cannot be trusted: it is the baseline")
+        assert "recorded at 2026-12-01T14:27:56.484Z" in said[0]
+        assert len(said) == 2  # the first lines and the verdict, not a third time in between
+        assert any(line.startswith("UNTRUSTED: 57 queries compared") for line in lines)
+    # the same results recorded again (a moment of their own) are a real, passing re-run
+    assert _gate(capsys, BASE, _again(copy))[0] == 0
+
+
+def test_one_recording_scored_two_ways_is_compared_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Comparing the evaluations of one run under different settings measures the settings:
+    allowed, and said. Under the same settings it is the same evaluation: untrusted."""
+    evaluations = []
+    for name in "ab":
+        out = tmp_path / f"{name}.json"
+        assert main(["evaluate", str(DOCS), str(GOLD), str(BASE), "-o", str(out), "-q"]) == 0
+        evaluations.append(out)
+    capsys.readouterr()
+    same, twin = evaluations
+    assert main(["compare", str(same), str(twin), "-q"]) == 3
+    assert "own recording" in capsys.readouterr().out
+    # the same run scored by another spanchor version: what the upgrade changes, measured
+    text = same.read_text(encoding="utf-8")
+    ours = f'"spanchor_version": "{__version__}"'
+    assert ours in text
+    other = tmp_path / "other-version.json"
+    other.write_text(text.replace(ours, '"spanchor_version": "0.4.9"', 1), encoding="utf-8")
+    code = main(["compare", str(other), str(same), "-q"])
+    said = capsys.readouterr().out
+    warning = next(line for line in said.splitlines() if "scored from one recording" in line)
+    assert warning.startswith("warning: the baseline and the candidate")
+    assert "with different spanchor_version: the comparison measures that change" in warning
+    assert code == 0  # the same scores, compared: a pass that says what it measured
+
+
+def test_repeated_baselines_that_are_one_recording_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "baseline-2.jsonl"
+    copy.write_bytes(BASE.read_bytes())
+    overlap = QUICKSTART / "runs" / "candidate-overlap.jsonl"
+    code = main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(BASE),
+         "--baseline", str(copy), "--candidate", str(overlap), "-q"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    warning = next(line for line in out.splitlines() if "are one recording" in line)
+    assert f"(baseline {BASE} and baseline {copy})" in warning or "baseline-2.jsonl" in warning
+    # baselines recorded separately (each its own moment) are not named
+    main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(BASE),
+         "--baseline", str(_again(copy)), "--candidate", str(overlap), "-q"]
+    )  # fmt: skip
+    assert "are one recording" not in capsys.readouterr().out
+
+
+def test_the_same_evaluation_twice_in_python_is_untrusted_but_a_plain_table_is_not() -> None:
+    from spanchor_core import (
+        Corpus,
+        Run,
+        RunHeader,
+        compare,
+        evaluate,
+        load_corpus,
+        read_gold,
+        read_run,
+    )
+    from spanchor_core.compare import MappingMetricTable
+
+    corpus: Corpus = load_corpus(DOCS)
+    gold, run = read_gold(GOLD), read_run(BASE)
+    # read from its file: scored twice, it is one recording on both sides
+    again = compare(evaluate(corpus, gold, run), evaluate(corpus, gold, run))
+    assert [f.code for f in again.untrusted] == ["same_recording"]
+    assert "recorded at 2026-12-01T14:27:56.484Z" in again.untrusted[0].message
+    # built in memory: only the same evaluation object twice is known to be one recording
+    built = Run(RunHeader(), run.records)
+    evaluation = evaluate(corpus, gold, built)
+    twice = compare(evaluation, evaluation)
+    assert twice.exit_code == 3
+    assert "(the same evaluation on both sides)" in twice.untrusted[0].message
+    assert compare(evaluation, evaluate(corpus, gold, built)).exit_code == 0
+    table = MappingMetricTable.from_mapping({"a": {"recall@5": 1.0}})
+    assert compare(table, table).exit_code == 0

@@ -168,7 +168,8 @@ def test_findings_that_are_not_per_query_are_listed(
         assert_no_regression(baseline, short, policy)
     lines = str(caught.value).splitlines()
     assert lines[0] == (
-        "spanchor retrieval gate: FAIL — 0 of 2 compared queries regressed, 0 improved, 2 unchanged"
+        "spanchor retrieval gate: INVALID — 0 of 2 compared queries regressed, 0 improved, "
+        "2 unchanged"
     )
     assert "regressed queries, worst first:" not in lines
     errors = lines[lines.index("errors:") + 1 :]
@@ -201,7 +202,7 @@ def test_an_unmapped_rate_above_the_limit_fails_even_without_regressions(
     with pytest.raises(RetrievalRegression) as caught:
         assert_no_regression(baseline, wobbly, RECALL_5, max_unmapped_rate=0.25)
     text = str(caught.value)
-    assert text.startswith("spanchor retrieval gate: FAIL — 0 of 3 compared queries regressed")
+    assert text.startswith("spanchor retrieval gate: UNTRUSTED — 0 of 3 compared queries regressed")
     assert text.endswith(
         "errors:\n"
         "  unmapped_rate: 50.0% of the candidate's results (3 of 6) could not be mapped onto "
@@ -259,10 +260,11 @@ def test_the_quickstart_candidate_regresses_with_its_evidence_named() -> None:
 
 
 def test_the_message_can_be_rendered_for_a_passing_comparison(
-    baseline: Evaluation,
+    baseline: Evaluation, corpus: Corpus, gold: GoldSet
 ) -> None:
-    comparison = assert_no_regression(baseline, baseline, RECALL_5)
-    text = regression_message(comparison, baseline, baseline)
+    again = _evaluation(corpus, gold, EVIDENCE)  # the same answers, recorded once more
+    comparison = assert_no_regression(baseline, again, RECALL_5)
+    text = regression_message(comparison, baseline, again)
     assert text.splitlines()[0].startswith("spanchor retrieval gate: PASS — 0 of 3")
     with pytest.raises(InputError, match="limit must be a whole number"):
         regression_message(comparison, baseline, baseline, limit=0)

@@ -246,7 +246,7 @@ def _print_comparison(
     if diagnosis is not None and not quiet:
         for line in diagnosis_lines(diagnosis):
             console.print(line)
-    for line in comparison_findings(comparison):
+    for line in comparison_findings(comparison, untrusted_shown=True):
         console.print(line)
     for line in [] if quiet else noise_lines(comparison):
         console.print(line)

@@ -75,6 +75,7 @@ from spanchor_core.compare.model import (
     TableSettings,
 )
 from spanchor_core.compare.noise import RepeatedBaseline
+from spanchor_core.compare.same_recording import recording_findings
 from spanchor_core.compare.statistics import PairedStatistics, paired_statistics
 from spanchor_core.compare.trust import (
     coverage_of,
@@ -329,6 +330,7 @@ def _compare(
     findings.extend(stage_findings(sides, candidate))
     findings.extend(repeat_findings(sides, candidate))
     findings.extend(merge_findings(sides, candidate))
+    findings.extend(recording_findings(sides, candidate))
     findings.extend(_missing_findings(only_base, only_cand, policy))
     if len(common) < policy.min_queries:
         findings.append(

@@ -228,6 +228,7 @@ UNTRUSTED_FINDINGS = frozenset(
         "failed_retrievals",
         "stage_mismatch",
         "unmatched_repeats",
+        "same_recording",
     }
 )
 """Error findings that mean a side cannot be trusted (exit 3): see :mod:`.trust`."""

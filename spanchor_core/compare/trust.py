@@ -46,6 +46,7 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   the ``merged_retrievals`` warning, once.
 
 Tables that do not know their coverage or mapping (plain metric tables) produce no finding.
+Both sides scored from one recording (``same_recording``) is :mod:`.same_recording`'s.
 """
 
 from __future__ import annotations

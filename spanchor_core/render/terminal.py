@@ -222,10 +222,15 @@ def comparison_tables(
     return tables
 
 
-def comparison_findings(comparison: Comparison) -> list[str]:
-    """One line (rich markup) per finding, coloured by severity."""
+def comparison_findings(comparison: Comparison, *, untrusted_shown: bool = False) -> list[str]:
+    """One line (rich markup) per finding, coloured by severity; with ``untrusted_shown``,
+    not the untrusted ones, which :func:`trust_lines` printed first (a CI log that says the
+    same long line twice in a row is harder to read, not safer)."""
     lines = []
+    skipped = set(map(id, comparison.untrusted)) if untrusted_shown else set()
     for finding in comparison.findings:
+        if id(finding) in skipped:
+            continue
         colour = "red" if finding.severity == "error" else "yellow"
         lines.append(f"[{colour}]{finding.severity}[/]: {_shown(finding.message)}")
     return lines

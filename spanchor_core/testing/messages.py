@@ -118,7 +118,11 @@ def _policy_line(policy: Policy) -> str:
 
 def _verdict_line(comparison: Comparison, unmapped_failure: str | None) -> str:
     c = comparison.counts
-    verdict = "PASS" if comparison.passed and unmapped_failure is None else "FAIL"
+    # the gate's own word (UNTRUSTED, INVALID: what `spanchor gate` prints): "FAIL — 0
+    # regressed" over a comparison that could not be trusted or made reads as a contradiction;
+    # too many unmapped results is the CLI's exit 3 too
+    untrusted = unmapped_failure is not None and comparison.passed
+    verdict = "UNTRUSTED" if untrusted else comparison.verdict
     return (
         f"spanchor retrieval gate: {verdict} — {c['regressed']} of {c['compared']} compared "
         f"queries regressed, {c['improved']} improved, {c['unchanged']} unchanged"

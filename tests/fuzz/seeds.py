@@ -68,10 +68,15 @@ class Seeds:
     gold: bytes
     gold_0x: bytes
     run: bytes
+    run_again: bytes
+    """``run`` recorded once more: the same lines, a moment of recording of its own (a copy
+    that kept the original's would be the same recording, which the gate refuses)."""
     run_0x_object: bytes
     run_0x_jsonl: bytes
     run_0x_list: bytes
     evaluation: bytes
+    evaluation_again: bytes
+    """``evaluation`` of ``run_again``."""
     evaluation_0x: bytes
     comparison: bytes
     policy_json: bytes
@@ -116,6 +121,15 @@ redact = false
 "recall@3" = 0.10
 "hit@3" = 0.0
 """
+
+
+def _recorded_again(data: bytes) -> bytes:
+    """``data`` (a run, or an evaluation holding its run header) with the run header's
+    ``created_at`` moved to another moment: the first one after ``"kind":"spanchor.run"``."""
+    at = data.index(b'"created_at"', data.index(b"spanchor.run"))
+    start = data.index(b'"', data.index(b":", at)) + 1
+    end = data.index(b'"', start)
+    return data[:start] + b"2026-01-01T00:00:00.000Z" + data[end:]
 
 
 def _jsonl(objects: Sequence[object]) -> bytes:
@@ -220,6 +234,7 @@ def seeds() -> Seeds:
         gold=files["gold.jsonl"],
         gold_0x=_jsonl(gold_0x),
         run=files["base.jsonl"],
+        run_again=_recorded_again(files["base.jsonl"]),
         run_0x_object=json.dumps(
             {"q1": [_OLD_RESULT_END, {"text": "Unplug it", "score": 0.1}], "q2": []}, indent=2
         ).encode(),
@@ -236,6 +251,7 @@ def seeds() -> Seeds:
             ]
         ).encode(),
         evaluation=files["base.json"],
+        evaluation_again=_recorded_again(files["base.json"]),
         evaluation_0x=json.dumps(evaluation_0x, indent=1).encode(),
         comparison=files["comparison.json"],
         policy_json=json.dumps(policy_json, indent=2).encode(),

@@ -113,8 +113,13 @@ def failing(baseline: Evaluation, candidate: Evaluation) -> Comparison:
 
 
 @pytest.fixture(scope="module")
-def passing(baseline: Evaluation) -> Comparison:
-    return compare(baseline, baseline, RECALL_5)
+def passing(baseline: Evaluation, corpus: Corpus, gold: GoldSet) -> Comparison:
+    """The baseline's results recorded again (a run of its own): a comparison with no change.
+    The baseline against itself would be one recording on both sides, which is untrusted."""
+    again = evaluate(
+        corpus, gold, _run("bm25, 200-char chunks, again", BASELINE_RESULTS), k=(1, 3, 5)
+    )
+    return compare(baseline, again, RECALL_5)
 
 
 def _markdown(
