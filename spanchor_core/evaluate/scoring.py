@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from spanchor_core._heap import release_free_heap
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.checks import check_gold
@@ -221,7 +222,10 @@ def _evaluate_records(
         if not isinstance(source, Run):
             progress("read", source.bytes_total, source.bytes_total)
         progress("map", collector.mapped, collector.mapped)
-    return _finish(
+    # the batches' texts and arrays are gone: their pages back before scoring allocates its
+    # own, and again once the collector is, before the caller writes (spanchor_core._heap)
+    release_free_heap()
+    evaluation = _finish(
         corpus,
         gold,
         ks,
@@ -235,6 +239,9 @@ def _evaluate_records(
         source.warnings,
         progress,
     )
+    del collector
+    release_free_heap()
+    return evaluation
 
 
 def _prepare(
