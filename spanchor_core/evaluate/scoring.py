@@ -298,13 +298,18 @@ class _Lists:
         np.cumsum(counts, out=offsets[1:])
         # column positions of list q's results: firsts[q] .. firsts[q] + counts[q]
         shift = np.array(self.firsts, dtype=np.int64) - offsets[:-1]
-        where = np.repeat(shift, counts) + np.arange(int(offsets[-1]), dtype=np.int64)
-        columns = RankedColumns(
-            offsets,
-            np.frombuffer(spans.documents, dtype=np.int64)[where],
-            np.frombuffer(spans.starts, dtype=np.int64)[where],
-            np.frombuffer(spans.ends, dtype=np.int64)[where],
-        )
+        total = int(offsets[-1])
+        documents = np.frombuffer(spans.documents, dtype=np.int64)
+        starts = np.frombuffer(spans.starts, dtype=np.int64)
+        ends = np.frombuffer(spans.ends, dtype=np.int64)
+        if not shift[counts > 0].any():
+            # every list where it was mapped, in order (one record a query): the columns'
+            # first ``total`` entries as they are, not gathered into copies (3 x 8 bytes a
+            # result of the scoring peak)
+            columns = RankedColumns(offsets, documents[:total], starts[:total], ends[:total])
+        else:
+            where = np.repeat(shift, counts) + np.arange(total, dtype=np.int64)
+            columns = RankedColumns(offsets, documents[where], starts[where], ends[where])
         return score_columns(self.golds, columns, spans.codes, plan, overlap)
 
 

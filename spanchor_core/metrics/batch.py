@@ -58,7 +58,7 @@ _Array = npt.NDArray[Any]
 _MAX_RESULTS = 64
 """Longer lists are scored one at a time: the padded arrays grow as results squared."""
 _MAX_ANCHORS = 16
-_CELLS = 250_000
+_CELLS = 100_000
 """Segments x slots per chunk of a group: keeps the temporaries to a few MB."""
 
 
