@@ -1,4 +1,4 @@
-"""Tests for handing the C heap's free pages back (spanchor_core._heap) and where scoring does it."""
+"""Tests for handing the C heap's free pages back (spanchor_core._heap), and where scoring does."""
 
 from __future__ import annotations
 
@@ -64,7 +64,11 @@ def test_scoring_gives_pages_back_before_scoring_and_after_the_collector(
         calls.append("finish")
         return finish(*args)
 
-    monkeypatch.setattr(scoring, "release_free_heap", lambda: calls.append("release") or True)
+    def spy_release() -> bool:
+        calls.append("release")
+        return True
+
+    monkeypatch.setattr(scoring, "release_free_heap", spy_release)
     monkeypatch.setattr(scoring, "_finish", spy_finish)
     text = "The sky is blue because of Rayleigh scattering of sunlight."
     corpus = Corpus.from_texts({"sky": text})
