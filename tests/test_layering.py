@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "spanchor_core"
 
 # Lowest first. A module's layer is that of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "exit_codes", "_version", "_display", "_escape", "_fill", "spans"),
+    ("errors", "exit_codes", "_version", "_display", "_escape", "_fill", "_heap", "spans"),
     ("_io", "_kind", "outputs"),
     ("corpus", "offsets"),
     ("gold", "runs", "grouping"),

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate import Evaluation, evaluate, scoring
+from spanchor_core.evaluate.collect import SpanColumns
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
-from spanchor_core.metrics import MetricPlan, score_ranked
+from spanchor_core.metrics import DEFAULT_METRICS, MetricPlan, metric_plan, score_ranked
 from spanchor_core.metrics.batch import RankedColumns
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader
 from spanchor_core.spans import DocSpan
@@ -164,3 +165,37 @@ def test_the_collector_is_paused_while_scoring_and_restored_after() -> None:
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
+
+
+_SPAN = st.one_of(
+    st.none(),
+    st.builds(
+        lambda doc, start, size: DocSpan(doc, start, start + size),
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 200),
+        st.integers(1, 60),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(_SPAN, max_size=6), min_size=1, max_size=8),
+    st.integers(0, 5),
+)
+def test_lists_read_in_place_score_as_lists_gathered(
+    lists: list[list[DocSpan | None]], extra: int
+) -> None:
+    # in mapping order (read from the columns in place) and the same lists appended after
+    # ``extra`` spans of other lists (gathered): the same values row by row
+    plan = metric_plan((1, 3), DEFAULT_METRICS)
+    gold = (DocSpan("a", 10, 90),)
+    in_place = scoring._Lists(SpanColumns())
+    shifted = scoring._Lists(SpanColumns())
+    shifted.spans.add([DocSpan("b", 0, 5)] * extra)
+    for spans in lists:
+        in_place.add(gold, in_place.spans.add(spans), len(spans))
+        shifted.add(gold, shifted.spans.add(spans), len(spans))
+    expected = np.array([list(score_ranked(gold, spans, plan, 0.0).values()) for spans in lists])
+    for table in (in_place, shifted):
+        assert np.array_equal(table.score(plan, 0.0), expected)

@@ -122,8 +122,11 @@ def progress_bars(quiet: bool) -> Iterator[Callable[[str], ProgressCallback | No
     has a real bar and a time left), ``"map"`` (results, a total only when the run was in
     memory) and ``"score"`` (queries).
     """
+    if quiet:  # before any console: ``-q`` never imports rich (1.5 MiB of the peak)
+        yield lambda label: None
+        return
     err = err_console()
-    if quiet or not err.is_terminal:
+    if not err.is_terminal:
         yield lambda label: None
         return
     from rich.progress import (

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from spanchor_core._heap import release_free_heap
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
 from spanchor_core.evaluate.checks import check_gold
@@ -221,7 +222,10 @@ def _evaluate_records(
         if not isinstance(source, Run):
             progress("read", source.bytes_total, source.bytes_total)
         progress("map", collector.mapped, collector.mapped)
-    return _finish(
+    # the batches' texts and arrays are gone: their pages back before scoring allocates its
+    # own, and again once the collector is, before the caller writes (spanchor_core._heap)
+    release_free_heap()
+    evaluation = _finish(
         corpus,
         gold,
         ks,
@@ -235,6 +239,9 @@ def _evaluate_records(
         source.warnings,
         progress,
     )
+    del collector
+    release_free_heap()
+    return evaluation
 
 
 def _prepare(
@@ -291,13 +298,18 @@ class _Lists:
         np.cumsum(counts, out=offsets[1:])
         # column positions of list q's results: firsts[q] .. firsts[q] + counts[q]
         shift = np.array(self.firsts, dtype=np.int64) - offsets[:-1]
-        where = np.repeat(shift, counts) + np.arange(int(offsets[-1]), dtype=np.int64)
-        columns = RankedColumns(
-            offsets,
-            np.frombuffer(spans.documents, dtype=np.int64)[where],
-            np.frombuffer(spans.starts, dtype=np.int64)[where],
-            np.frombuffer(spans.ends, dtype=np.int64)[where],
-        )
+        total = int(offsets[-1])
+        documents = np.frombuffer(spans.documents, dtype=np.int64)
+        starts = np.frombuffer(spans.starts, dtype=np.int64)
+        ends = np.frombuffer(spans.ends, dtype=np.int64)
+        if not shift[counts > 0].any():
+            # every list where it was mapped, in order (one record a query): the columns'
+            # first ``total`` entries as they are, not gathered into copies (3 x 8 bytes a
+            # result of the scoring peak)
+            columns = RankedColumns(offsets, documents[:total], starts[:total], ends[:total])
+        else:
+            where = np.repeat(shift, counts) + np.arange(total, dtype=np.int64)
+            columns = RankedColumns(offsets, documents[where], starts[where], ends[where])
         return score_columns(self.golds, columns, spans.codes, plan, overlap)
 
 
