@@ -454,6 +454,71 @@ def test_a_grouping_rule_that_keeps_none_of_a_sides_records_is_untrusted(
     assert any("the candidate run cannot be trusted: the grouping rule" in line for line in lines)
 
 
+def _sourced(source: Path, target: Path, name_of: Any) -> Path:
+    """``source`` with each record in a trace of its own, from the source ``name_of(n)`` for the
+    n-th record: an agent that picks a retriever per question."""
+    header, *records = _lines(source)
+    for number, record in enumerate(records):
+        record.update(trace_id=f"t{number}", source=name_of(number))
+    return _write(target, [header, *records])
+
+
+def test_a_grouping_rule_that_empties_some_questions_is_untrusted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--group source:bm25`` over a baseline whose agent used ``bm25`` for half the questions
+    and ``vector`` for the others scores the other half as empty retrievals: nothing can
+    regress from them, and the gate passed with "26 improved". Like missing queries, they are
+    untrusted (a warning with ``on_missing = "warn"``); and so on the candidate's side."""
+    half = _sourced(BASE, tmp_path / "half.jsonl", lambda n: "bm25" if n % 2 == 0 else "vector")
+    overlap = QUICKSTART / "runs" / "candidate-overlap.jsonl"
+    every = _sourced(overlap, tmp_path / "every.jsonl", lambda n: "bm25")
+    code, lines = _gate(capsys, half, every, "--group", "source:bm25")
+    assert code == 3
+    finding = next(line for line in lines if "kept none of the records of" in line)
+    assert finding.startswith(
+        "untrusted: the baseline run's grouping rule 'source:bm25' kept none of the records of "
+        "28 of its 57 recorded queries (q02, q04, q06, q08, q10 and 23 more)"
+    )
+    code, lines = _gate(capsys, every, half, "--group", "source:bm25")
+    assert code == 3
+    assert any(line.startswith("untrusted: the candidate run's grouping rule") for line in lines)
+    # the rule every record matches is an ordinary comparison; so is the default rule
+    assert _gate(capsys, every, _again(every), "--group", "source:bm25")[0] == 0
+    assert _gate(capsys, half, every)[0] == 0
+    # in Python: the evaluation names the emptied queries
+    from spanchor_core import evaluate, load_corpus, read_gold, read_run
+
+    scored = evaluate(load_corpus(DOCS), read_gold(GOLD), read_run(half), group="source:bm25")
+    assert scored.emptied == tuple(f"q{n:02d}" for n in range(2, 58, 2))
+    assert all(scored[qid]["recall@5"] == 0.0 for qid in scored.emptied)
+    assert not scored.missing_in_run
+
+
+def test_emptied_questions_follow_the_missing_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    half = _sourced(BASE, tmp_path / "half.jsonl", lambda n: "bm25" if n % 2 == 0 else "vector")
+    overlap = QUICKSTART / "runs" / "candidate-overlap.jsonl"
+    every = _sourced(overlap, tmp_path / "every.jsonl", lambda n: "bm25")
+    config = tmp_path / "spanchor.toml"
+    config.write_text(
+        (QUICKSTART / "spanchor.toml").read_text(encoding="utf-8")
+        + '\n[tool.spanchor.policy]\non_missing = "warn"\n',
+        encoding="utf-8",
+    )
+    code = main(
+        ["gate", "--docs", str(DOCS), "--gold", str(GOLD), "--baseline", str(half),
+         "--candidate", str(every), "--config", str(config), "--group", "source:bm25", "-q"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert any(
+        line.startswith("warning: the baseline run's grouping rule 'source:bm25'")
+        for line in out.splitlines()
+    )
+
+
 def test_a_candidate_that_is_the_baselines_own_recording_is_untrusted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

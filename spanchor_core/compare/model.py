@@ -229,6 +229,7 @@ UNTRUSTED_FINDINGS = frozenset(
         "stage_mismatch",
         "unmatched_repeats",
         "same_recording",
+        "group_emptied",
     }
 )
 """Error findings that mean a side cannot be trusted (exit 3): see :mod:`.trust`."""

@@ -15,6 +15,9 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   index, a retriever that was down), or the grouping rule kept none of its records (``--group
   source:NAME`` naming a source only the other run has): every score is 0 and nothing can
   regress from it, so a PASS would rest on no evidence.
+* ``group_emptied`` — the grouping rule kept none of the records of some recorded queries
+  (``--group source:NAME`` naming a retriever that only some questions used): each is scored
+  as an empty retrieval, as unknown as a missing query, and follows the same policy.
 * ``failed_retrievals`` — more than ``max_unmapped_rate`` of the side's recorded queries hold
   a failed retrieval (an ``error``): what the retriever would have returned is as unknown as
   an unmapped result's span, and a baseline that failed where the candidate failed too hides
@@ -141,6 +144,7 @@ def trust_findings(
                 query_ids=tuple(lenient),
             )
         )
+    findings.extend(_emptied_findings(side, table, policy, flaky, total - len(missing)))
     repeated = tuple(getattr(table, "repeated", ()))
     if repeated:
         findings.append(
@@ -166,6 +170,42 @@ def trust_findings(
             )
         )
     findings.extend(_failure_findings(side, table, total - len(missing), max_unmapped_rate))
+    return findings
+
+
+def _emptied_findings(
+    side: str, table: object, policy: Policy, flaky: set[str], answered: int
+) -> list[Finding]:
+    """``group_emptied``: recorded queries of which the grouping rule kept no record. Each is
+    scored as an empty retrieval, so it is as unknown as a missing query — nothing can regress
+    from a baseline's, and a candidate's "regression" is the rule's — and follows the same
+    policy (``on_missing``, flaky allow-list). When the rule kept nothing at all,
+    ``no_results`` says so instead."""
+    emptied = list(getattr(table, "emptied", ()))
+    if not emptied or len(emptied) >= answered:
+        return []
+    rule = getattr(getattr(table, "settings", None), "group", None)
+    named = f" {rule!r}" if isinstance(rule, str) else ""
+    findings: list[Finding] = []
+    strict = [qid for qid in emptied if qid not in flaky]
+    lenient = [qid for qid in emptied if qid in flaky]
+    severity: Severity = "error" if policy.on_missing == "fail" else "warning"
+    levels: list[tuple[list[str], Severity]] = [(strict, severity), (lenient, "warning")]
+    for ids, level in levels:
+        if not ids:
+            continue
+        counted = f"{len(ids)} of its {answered} recorded quer{'y' if answered == 1 else 'ies'}"
+        findings.append(
+            Finding(
+                level,
+                "group_emptied",
+                f"the {side} run's grouping rule{named} kept none of the records of {counted} "
+                f"({_listed(ids)}): they are scored as if nothing was retrieved, so a "
+                "regression there cannot be seen; choose a rule that every question's records "
+                "match (their source and stage names are in the run files)",
+                query_ids=tuple(ids),
+            )
+        )
     return findings
 
 

@@ -359,6 +359,12 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     settings: EvaluationSettings
     metric_names: tuple[str, ...]
     missing_in_run: tuple[str, ...] = ()
+    emptied: tuple[str, ...] = ()
+    """Recorded queries whose every record the grouping rule (``settings.group``) left out
+    (``--group source:NAME`` naming a retriever some questions never used): scored as an empty
+    retrieval, as a missing query is, and untrusted alike by a comparison. Known for
+    evaluations scored in this process; not written to evaluation files (``spanchor evaluate``
+    scores with the ``auto`` rule, which never leaves a query empty)."""
     not_in_gold: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     """Query texts of run records whose id could not be resolved against the gold set."""

@@ -356,6 +356,7 @@ def _finish(
     nothing = results.mapping(0, 0)
     missing: list[str] = []
     errors: list[str] = []
+    emptied: list[str] = []
     step = max(1, len(scored_ids) // 100)
     # one record under ``auto``/``first`` is scored exactly as it was returned (what
     # grouping gives for it, without building the retrieval and its ordering digest)
@@ -405,6 +406,7 @@ def _finish(
             rows.append(lists.add(anchors, first, len(traced)))
         if not rows:  # a grouping rule left nothing: scored as an empty retrieval
             rows.append(lists.add(anchors, 0, 0))
+            emptied.append(qid)
         query_rows.append(rows)
         first_trace = grouped.traces[0] if grouped.traces else None
         error = None if first_trace is None else first_trace.error
@@ -461,6 +463,7 @@ def _finish(
         settings=settings,
         metric_names=names,
         missing_in_run=tuple(missing),
+        emptied=tuple(emptied),
         not_in_gold=collector.tally.not_in_gold(),
         unresolved=tuple(collector.unresolved),
         duplicates=collector.tally.duplicates(),
