@@ -251,3 +251,23 @@ def test_each_baseline_is_checked_for_trust_on_its_own(
     assert lines[0].startswith("baseline (2 runs, the least complete): 50/57 gold queries")
     assert lines[2].startswith(f"untrusted: the baseline {partial} run is incomplete: 7 of 57")
     assert lines[-1].startswith("UNTRUSTED")
+
+
+def test_noise_names_baselines_that_are_one_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two copies of one recording agree by construction: 0 flaky says nothing, so noise says
+    which of its baselines are one recording; separately recorded ones are not named."""
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(BASE.read_bytes())
+    argv = ["noise", str(BASE), str(copy), "--docs", str(DOCS), "--gold", str(GOLD), "-q"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "are one recording" in line]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("warning: ")
+    assert str(BASE) in warnings[0]
+    assert str(copy) in warnings[0]
+    second = _second_baseline(tmp_path / "second.jsonl")
+    assert main(["noise", str(BASE), str(second), "--docs", str(DOCS), "--gold", str(GOLD)]) == 0
+    assert "are one recording" not in capsys.readouterr().err

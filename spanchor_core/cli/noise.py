@@ -149,7 +149,17 @@ def noise_command(
         policy=chosen,
         jobs=jobs,
     )
+    from spanchor_core.compare.same_recording import one_recording_pairs
+
     console = out_console()
+    named = [(str(e.settings.run_path or at), e) for at, e in enumerate(outcome.baselines)]
+    for pair in one_recording_pairs(named):  # two copies of one recording agree by construction
+        err_console().print(
+            f"warning: {escape_control(pair)} are one recording (the same run header and "
+            "scores): their agreement says nothing about flakiness; record each baseline "
+            "separately",
+            markup=False,
+        )
     if not quiet:
         console.print(_table(outcome))
     for line in _summary(outcome, floor):

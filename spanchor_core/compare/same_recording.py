@@ -33,7 +33,7 @@ from typing import Any
 
 from spanchor_core.compare.model import Finding
 
-__all__ = ["recording_findings"]
+__all__ = ["one_recording_pairs", "recording_findings"]
 
 _SCORING = ("k", "min_overlap", "corpus_fingerprint", "gold_sha256", "group", "spanchor_version")
 """The settings fields that decide an evaluation's scores, given its run."""
@@ -89,6 +89,17 @@ def _settings_differ(one: object, other: object) -> list[str]:
     return [name for name in _SCORING if getattr(first, name, None) != getattr(second, name, None)]
 
 
+def one_recording_pairs(tables: Sequence[tuple[str, object]]) -> list[str]:
+    """``"A and B"`` for each pair of the named tables scored from one recording (repeated
+    baselines, the runs given to ``spanchor noise``)."""
+    return [
+        f"{first} and {second}"
+        for at, (first, table) in enumerate(tables)
+        for second, other in tables[at + 1 :]
+        if _same(table, other)
+    ]
+
+
 def recording_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
     """``same_recording`` for each baseline (named side, table) scored from the candidate's
     recording, ``same_baselines`` once for repeated baselines that share one (module doc)."""
@@ -124,12 +135,7 @@ def recording_findings(baselines: Sequence[tuple[str, object]], candidate: objec
                     "path the baseline's?",
                 )
             )
-    twins = [
-        f"{first} and {second}"
-        for at, (first, table) in enumerate(baselines)
-        for second, other in baselines[at + 1 :]
-        if _same(table, other)
-    ]
+    twins = one_recording_pairs(baselines)
     if twins:
         findings.append(
             Finding(
