@@ -181,7 +181,7 @@ def evaluate(
             gold_hash_policy=GoldHashPolicy(corpus_mismatch_policy.value),
             progress=progress(run.name),
             locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
-            jobs=1 if local is None else local,
+            jobs=local,
         )
     evaluation = outcome.evaluation
     err = err_console()
