@@ -416,3 +416,22 @@ def test_the_rows_written_on_a_child_are_the_same_file(
     monkeypatch.setattr(file, "_rows_text", _dies)  # the child dies: the rows written here
     assert _file_text(evaluation, tmp_path / "died.json") == alone
     assert len(started) == 2
+
+
+def test_runs_scored_in_turn_sharing_their_mappings_are_read_in_parts(
+    tmp_path: Path, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanchor_core.pipeline.sides import load_pair
+
+    base = _odd_run(tmp_path / "base.jsonl")
+    cand = _bad(_odd_run(tmp_path / "cand.jsonl"), 2, "")  # its first record dropped
+    monkeypatch.setattr(run_parts, "can_fork", lambda: False)
+    alone = load_pair(base, cand, corpus=CORPUS, gold=GOLD, allow_mismatch=True)
+    monkeypatch.setattr(run_parts, "can_fork", can_fork)
+    monkeypatch.setattr(run_parts, "SPLIT_BYTES", 1)
+    parts = load_pair(base, cand, corpus=CORPUS, gold=GOLD, allow_mismatch=True)
+    assert spy.started == spy.answered == 2  # one child a side
+    for one, two, name in zip(alone, parts, ("b", "c"), strict=True):
+        assert _file_text(two, tmp_path / f"{name}2.json") == _file_text(
+            one, tmp_path / f"{name}1.json"
+        )

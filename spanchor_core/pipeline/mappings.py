@@ -11,6 +11,7 @@ evaluations are byte for byte those of mapping every side on its own.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Hashable, Sequence
 
 from spanchor_core.locate import LocateRequest, Location, Locator, NearMatch
@@ -53,6 +54,28 @@ class SharedMappings(Locator):
                 if key is not None:
                     known[key] = location
         return found  # type: ignore[return-value]  # every slot is filled above
+
+    @property
+    def fork_safe(self) -> bool:
+        """Whether a forked child may map with this (:mod:`spanchor_core.evaluate.run_parts`):
+        when ``base`` maps on this process. What the child maps it hands back
+        (:meth:`learned`), to be remembered here too (:meth:`learn`)."""
+        return type(self.base) is Locator
+
+    def learned(self, since: int = 0) -> list[tuple[Hashable, Location]]:
+        """The locations remembered after the first ``since`` (in the order mapped): what a
+        forked child hands back with its part of a run, for :meth:`learn`."""
+        return list(itertools.islice(self._known.items(), since, None))
+
+    def learn(self, learned: Sequence[tuple[Hashable, Location]]) -> None:
+        """Remember locations mapped by another process (:meth:`learned` of a forked copy):
+        a later run scored here does not map them again."""
+        self._known.update(learned)
+
+    @property
+    def known(self) -> int:
+        """How many locations are remembered."""
+        return len(self._known)
 
     # the rest is base's -----------------------------------------------------------------------
 
