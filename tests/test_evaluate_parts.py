@@ -435,3 +435,14 @@ def test_runs_scored_in_turn_sharing_their_mappings_are_read_in_parts(
         assert _file_text(two, tmp_path / f"{name}2.json") == _file_text(
             one, tmp_path / f"{name}1.json"
         )
+
+
+def test_the_last_part_is_read_to_the_end_of_a_file_that_grew(tmp_path: Path) -> None:
+    path = _odd_run(tmp_path / "run.jsonl")
+    stream = iter_run(path)
+    ranges = stream.record_ranges(2)
+    with path.open("a", encoding="utf-8") as handle:  # appended after the stream was opened
+        handle.write('{"query_id": "q3", "query": "Never asked?", "results": []}\n')
+    read = [f.query_id for start, stop in ranges for f in stream.part_fields(start, stop)]
+    assert read == [f.query_id for f in iter_run(path).fields()]
+    assert read[-1] == "q3"

@@ -413,13 +413,16 @@ class RunStream:
     def part_fields(self, start: int, stop: int) -> Iterator[RecordFields]:
         """:meth:`fields` of the record lines between byte ``start`` and ``stop`` (a range of
         :meth:`record_ranges`): the same records, values and errors (``path:line`` counted
-        from the start of the file), adding to :attr:`records_read` and :attr:`warnings`."""
+        from the start of the file), adding to :attr:`records_read` and :attr:`warnings`. The
+        last part (``stop`` the file's size when opened) is read to the end of the file, as
+        :meth:`fields` reads it, should the file have grown since."""
         number = self._layout.number
         if start > self._layout.offset:
             number += _newlines(self.path, self._layout.offset, start)
+        last = stop >= self.bytes_total
         with _open(self.path) as handle:
             for line in _lines(handle, self.path, start, number):
-                if line.end > stop:  # the first line of the next part
+                if line.end > stop and not last:  # the first line of the next part
                     return
                 self.bytes_read = line.end
                 fields = _read_fields_fast(line, self.path, self.warnings)
