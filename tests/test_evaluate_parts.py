@@ -446,26 +446,3 @@ def test_the_last_part_is_read_to_the_end_of_a_file_that_grew(tmp_path: Path) ->
     read = [f.query_id for start, stop in ranges for f in stream.part_fields(start, stop)]
     assert read == [f.query_id for f in iter_run(path).fields()]
     assert read[-1] == "q3"
-
-
-def test_a_child_hands_back_what_a_shared_mapping_learned_while_a_run_is_to_come(
-    tmp_path: Path, spy: _Spy
-) -> None:
-    from spanchor_core.pipeline.mappings import SharedMappings
-
-    path = _odd_run(tmp_path / "run.jsonl")
-    alone = SharedMappings(Locator(CORPUS))
-    one = evaluate_file(CORPUS, GOLD, path, locator=alone, jobs=1)
-    cut = _ranges(path, [6])
-    for learn in (True, False):
-        shared = SharedMappings(Locator(CORPUS))
-        shared.learn_from_children = learn
-        with _cut(cut):
-            two = evaluate_file(CORPUS, GOLD, path, locator=shared, jobs=2)
-        assert _file_text(two, tmp_path / "2.json") == _file_text(one, tmp_path / "1.json")
-        learned = dict(shared.learned())
-        if learn:  # every location the one process remembered, the same
-            assert learned == dict(alone.learned())
-        else:  # only this process's part
-            assert 0 < len(learned) < alone.known
-    assert spy.answered == 2

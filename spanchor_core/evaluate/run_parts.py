@@ -23,13 +23,13 @@ in file order, as one process reports it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from spanchor_core.evaluate.collect import CollectedPart, Collector
 from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.model import ProgressCallback
-from spanchor_core.locate import Location, Locator
+from spanchor_core.locate import Locator
 from spanchor_core.runs import RunStream
 
 __all__ = ["SPLIT_BYTES", "collect_in_parts", "part_ranges"]
@@ -94,12 +94,10 @@ def collect_in_parts(
             if answer is None:  # the child gave nothing: its part is read here, in its turn
                 _read_part(collector, stream, start, stop, None)
             else:
-                part, records, warnings, learned = answer[0]
+                part, records, warnings = answer[0]
                 collector.absorb(part)
                 stream.records_read += records
                 stream.warnings.extend(warnings)
-                if learned:
-                    collector.locator.learn(learned)  # type: ignore[attr-defined]
             stream.bytes_read = stop
     finally:
         for child in children:
@@ -128,24 +126,20 @@ def _read_part(
     collector.flush()
 
 
-_Answer = tuple[CollectedPart, int, list[str], list[tuple[Hashable, Location]]]
-"""A child's part, the records it read, their warnings, and the locations it remembered."""
+_Answer = tuple[CollectedPart, int, list[str]]
+"""A child's part, the records it read and their warnings."""
 
 
 def _child_part(collector: Collector, stream: RunStream, start: int, stop: int) -> _Answer:
-    """On a forked child: one part's records collected, what reading them counted, and the
-    locations a locator that remembers them (:class:`~spanchor_core.pipeline.mappings.
-    SharedMappings`: the sides of a gate scored in turn) learned, to remember them in this
-    process too (the next side's children then map none of them again): 50,000 of them pickle
-    and unpickle in ~1.5 s of CPU, mapping them again costs ~2.5 s; asked for only while
-    another side is to come (``learn_from_children``)."""
+    """On a forked child: one part's records collected, and what reading them counted.
+
+    A locator that remembers what it mapped (:class:`~spanchor_core.pipeline.mappings.
+    SharedMappings`, the sides of a gate scored in turn) forgets what the child mapped: handing
+    those locations back costs more than mapping them again (pickled, 50,000 of them take 1.5 s
+    of CPU, mapping them about as much, on the other core)."""
     collector.progress = None
     stream.records_read = 0
     stream.warnings = []
-    locator = collector.locator
-    known = getattr(locator, "known", None) if getattr(locator, "learn_from_children", 0) else None
     for fields in stream.part_fields(start, stop):
         collector.add(fields)
-    part = collector.part()
-    learned = [] if known is None else locator.learned(known)  # type: ignore[union-attr]
-    return part, stream.records_read, stream.warnings, learned
+    return collector.part(), stream.records_read, stream.warnings

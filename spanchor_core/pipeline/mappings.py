@@ -11,7 +11,6 @@ evaluations are byte for byte those of mapping every side on its own.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Hashable, Sequence
 
 from spanchor_core.locate import LocateRequest, Location, Locator, NearMatch
@@ -37,10 +36,6 @@ class SharedMappings(Locator):
         self._known: dict[Hashable, Location] = {}
         self.reused = 0
         """Requests answered from an earlier batch (for benchmarks and tests)."""
-        self.learn_from_children = True
-        """Whether a forked child that maps a part of a run with this hands back what it
-        mapped (:meth:`learned`): worth it while another run is to be scored after this one
-        (it is then not mapped again), wasted on the last."""
 
     def locate_many(self, requests: Sequence[LocateRequest]) -> list[Location]:
         """Map every request, in order: :meth:`Locator.locate_many` of ``base`` for those not
@@ -62,25 +57,10 @@ class SharedMappings(Locator):
     @property
     def fork_safe(self) -> bool:
         """Whether a forked child may map with this (:mod:`spanchor_core.evaluate.run_parts`):
-        when ``base`` maps on this process. What the child maps it hands back
-        (:meth:`learned`, while :attr:`learn_from_children`), to be remembered here too
-        (:meth:`learn`)."""
+        when ``base`` maps on this process. What the child maps is not remembered here (see
+        :mod:`~spanchor_core.evaluate.run_parts`): the locations are the
+        same either way."""
         return type(self.base) is Locator
-
-    def learned(self, since: int = 0) -> list[tuple[Hashable, Location]]:
-        """The locations remembered after the first ``since`` (in the order mapped): what a
-        forked child hands back with its part of a run, for :meth:`learn`."""
-        return list(itertools.islice(self._known.items(), since, None))
-
-    def learn(self, learned: Sequence[tuple[Hashable, Location]]) -> None:
-        """Remember locations mapped by another process (:meth:`learned` of a forked copy):
-        a later run scored here does not map them again."""
-        self._known.update(learned)
-
-    @property
-    def known(self) -> int:
-        """How many locations are remembered."""
-        return len(self._known)
 
     # the rest is base's -----------------------------------------------------------------------
 

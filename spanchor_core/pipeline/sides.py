@@ -418,29 +418,22 @@ def _load_in_turn(
         # bytes per distinct result), and a sharded driver is held under the corpus size
         mapper = SharedMappings(mapper)
     try:
-        loaded: list[Evaluation] = []
-        left = runs
-        for (label, _), source in zip(sides, known, strict=True):
-            if isinstance(source, Evaluation):
-                loaded.append(source)
-                continue
-            left -= 1
-            if isinstance(mapper, SharedMappings):  # what a child maps, kept for a later run
-                mapper.learn_from_children = left > 0
-            loaded.append(
-                _scored(
-                    source,
-                    corpus=corpus,
-                    gold=gold,
-                    k=settings.k,
-                    min_overlap=settings.min_overlap,
-                    allow_mismatch=settings.allow_mismatch,
-                    progress=None if progress is None else progress(label),
-                    locator=mapper,
-                    group=settings.group,
-                )
+        return [
+            source
+            if isinstance(source, Evaluation)
+            else _scored(
+                source,
+                corpus=corpus,
+                gold=gold,
+                k=settings.k,
+                min_overlap=settings.min_overlap,
+                allow_mismatch=settings.allow_mismatch,
+                progress=None if progress is None else progress(label),
+                locator=mapper,
+                group=settings.group,
             )
-        return loaded
+            for (label, _), source in zip(sides, known, strict=True)
+        ]
     finally:
         pool = mapper.base if isinstance(mapper, SharedMappings) else mapper
         if isinstance(pool, ProcessLocator):
