@@ -65,8 +65,9 @@ JobsOption = Annotated[
         "-j",
         min=0,
         metavar="N",
-        help="Map and score on N processes of this machine sharing one index (0: one per "
-        "CPU); a gate scores its sides concurrently. Same results as with 1.",
+        help="Read, map and score on N processes of this machine sharing one index (0: one "
+        "per CPU; default: a large run file in two parts where the machine has two CPUs); a "
+        "gate scores its sides concurrently. Same results as with 1.",
     ),
 ]
 
@@ -181,7 +182,7 @@ def evaluate(
             gold_hash_policy=GoldHashPolicy(corpus_mismatch_policy.value),
             progress=progress(run.name),
             locator=None if engine is None or isinstance(corpus, Path) else engine(corpus),
-            jobs=1 if local is None else local,
+            jobs=local,
         )
     evaluation = outcome.evaluation
     err = err_console()

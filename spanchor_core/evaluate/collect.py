@@ -15,6 +15,8 @@ from collections.abc import Hashable, Sequence
 from itertools import repeat
 from typing import NamedTuple
 
+import numpy as np
+
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate.model import LocatedResult, ProgressCallback
 from spanchor_core.evaluate.scored_columns import ResultColumns
@@ -24,7 +26,7 @@ from spanchor_core.runs.model import RecordFields
 from spanchor_core.runs.query_ids import lookup_query_id
 from spanchor_core.spans import DocSpan
 
-__all__ = ["Collector", "SpanColumns"]
+__all__ = ["CollectedPart", "Collector", "SpanColumns"]
 
 
 class _Tally:
@@ -48,6 +50,13 @@ class _Tally:
         if self._seen[query_id] == 1:
             self._extra.append(query_id)
         return False
+
+    def absorb(self, seen: Counter[str], extra: Sequence[str]) -> None:
+        """Count the ids of a later part of the run (``seen``, and ``extra``: those of them
+        outside the gold set, in the order met) as if they had been added here."""
+        mine = self._seen
+        self._extra.extend(qid for qid in extra if qid not in mine)
+        mine.update(seen)
 
     def duplicates(self) -> tuple[str, ...]:
         """Ids with more than one record, sorted."""
@@ -145,6 +154,37 @@ class SpanColumns:
                 self.starts.append(span[1])
                 self.ends.append(span[2])
         return first
+
+    def absorb(self, other: SpanColumns) -> int:
+        """Append every span of ``other`` (a later part of a run, collected on another
+        process), its document codes translated into these; where they start."""
+        first = len(self.documents)
+        codes = self.codes
+        table = np.array(
+            [codes.setdefault(doc, len(codes)) for doc in other.codes] + [-1], dtype=np.int64
+        )
+        # other's codes are 0..n-1 in the order given (a dict keeps it); -1 (no span) stays -1
+        documents = table[np.frombuffer(other.documents, dtype=np.int64)]
+        self.documents.frombytes(documents.tobytes())
+        self.starts.extend(other.starts)
+        self.ends.extend(other.ends)
+        return first
+
+
+class CollectedPart(NamedTuple):
+    """What a :class:`Collector` kept of one part of a run (:meth:`Collector.part`): all a
+    collector that read the parts before needs to go on as if it had read this one too
+    (:meth:`Collector.absorb`). Plain values and typed arrays: cheap to pickle, as it is
+    handed back from another process."""
+
+    records: int
+    unresolved: list[str]
+    seen: Counter[str]
+    extra: list[str]
+    kept: dict[str, list[_Kept]]
+    spans: SpanColumns
+    results: ResultColumns
+    mapped: int
 
 
 class Collector:
@@ -279,3 +319,41 @@ class Collector:
         self._requests = []
         if self.progress is not None and self.batch_results is not None:
             self.progress("map", self.mapped, 0)
+
+    def part(self) -> CollectedPart:
+        """What this collector kept, for a collector that read the run before it
+        (:meth:`absorb`); every record's results are mapped first."""
+        self.flush()
+        tally = self.tally
+        results = self.results
+        results._mappings = {}  # a cache of this process's: rebuilt where it is used
+        return CollectedPart(
+            self.records,
+            self.unresolved,
+            tally._seen,
+            tally._extra,
+            self.kept,
+            self.spans,
+            results,
+            self.mapped,
+        )
+
+    def absorb(self, part: CollectedPart) -> None:
+        """Go on as if the records of ``part`` (the next part of the run in file order, read
+        by another collector) had been added here: the same counts, lists, kept records and
+        columns as reading them here gives, so that scoring cannot tell."""
+        self.flush()
+        self.records += part.records
+        self.unresolved.extend(part.unresolved)
+        self.tally.absorb(part.seen, part.extra)
+        at = self.results.absorb(part.results)
+        first = self.spans.absorb(part.spans)
+        kept = self.kept
+        for qid, items in part.kept.items():
+            moved = [item._replace(at=item.at + at, first=item.first + first) for item in items]
+            found = kept.get(qid)
+            if found is None:
+                kept[qid] = moved
+            else:
+                found.extend(moved)
+        self.mapped += part.mapped

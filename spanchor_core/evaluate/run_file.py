@@ -32,13 +32,15 @@ def evaluate_file(
     progress: ProgressCallback | None = None,
     batch_results: int = 10_000,
     group: GroupRule | str = "auto",
+    jobs: int | None = None,
 ) -> Evaluation:
     """:func:`~spanchor_core.evaluate.evaluate` for a run file, read record by record.
 
     ``run`` is a path, or a stream already opened (the pipeline opens one to check the
     header's provenance first; its ``records_read`` then tells how many records there were).
     Everything else is :func:`~spanchor_core.evaluate.scoring.evaluate_stream`: the same
-    answers as ``evaluate(corpus, gold, read_run(path))``, with far less memory.
+    answers as ``evaluate(corpus, gold, read_run(path))``, with far less memory, read and
+    mapped on ``jobs`` processes (``None``: two for a large run where that is safe).
     """
     stream = run if isinstance(run, RunStream) else iter_run(run)
     return evaluate_stream(
@@ -51,4 +53,5 @@ def evaluate_file(
         progress=progress,
         batch_results=batch_results,
         group=group,
+        jobs=jobs,
     )

@@ -126,6 +126,34 @@ class ResultColumns:
                 self.reasons[index] = r.reason
         return first
 
+    def absorb(self, other: ResultColumns) -> int:
+        """Append every result of ``other`` (the results of a later part of a run, collected
+        on another process); where they start. ``other``'s codes are translated into this
+        table's (a code only stands for its value: nothing read or written depends on which
+        number a value got, and the order they are given in depends on the mapping batches
+        anyway)."""
+        first = len(self.ranks)
+        table = np.array([self._code(name) for name in other.names], dtype=np.int64)
+
+        def coded(column: array[int]) -> array[int]:
+            recoded = array(column.typecode)
+            if len(column):
+                values = table[np.frombuffer(column, dtype=np.int32)].astype(np.int32)
+                recoded.frombytes(values.tobytes())
+            return recoded
+
+        self.ranks.extend(other.ranks)
+        self.statuses.extend(coded(other.statuses))
+        self.documents.extend(coded(other.documents))
+        self.starts.extend(other.starts)
+        self.ends.extend(other.ends)
+        self.confidences.extend(other.confidences)
+        self.rejected.extend(other.rejected)
+        self.resolved.extend(coded(other.resolved))
+        for index, reason in other.reasons.items():
+            self.reasons[first + index] = reason
+        return first
+
     def status(self, index: int) -> str:
         return self.names[self.statuses[index]]  # type: ignore[return-value]
 

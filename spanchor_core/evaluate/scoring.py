@@ -59,6 +59,7 @@ from spanchor_core.evaluate.model import (
     QueryTable,
     TraceSummary,
 )
+from spanchor_core.evaluate.run_parts import collect_in_parts, part_ranges
 from spanchor_core.evaluate.scored_columns import ScoredQueries
 from spanchor_core.gold import GoldSet
 from spanchor_core.grouping import GroupRule, Retrieval, group_query, parse_group_rule
@@ -114,6 +115,7 @@ def evaluate(
         progress=progress,
         group=group,
         batch_results=None,
+        jobs=1,
     )
 
 
@@ -128,6 +130,7 @@ def evaluate_stream(
     progress: ProgressCallback | None = None,
     batch_results: int = 10_000,
     group: GroupRule | str = "auto",
+    jobs: int | None = None,
 ) -> Evaluation:
     """:func:`evaluate` for a run read record by record, so that it is never held whole.
 
@@ -144,9 +147,20 @@ def evaluate_stream(
     ``("read", size, size)``: a total known from the start, for a bar with a time left), then
     the ``"score"`` phase as in :func:`evaluate`. Errors in the run file are raised when
     reading reaches them.
+
+    ``jobs`` processes read and map the records (:mod:`~spanchor_core.evaluate.run_parts`:
+    the file cut into that many parts, all but the first on forked children), with the same
+    evaluation as one; ``None`` (the default) takes two for a run of
+    :data:`~spanchor_core.evaluate.run_parts.SPLIT_BYTES` or more where that is safe, 1 only
+    this one. One process reads the run wherever forking is not available or safe (not Linux,
+    one usable CPU, inside a pool's worker, a locator that maps on other processes) and for a
+    file not in our one-record-a-line format. ``progress("read", ...)`` then follows this
+    process's own part, scaled to the file.
     """
     if isinstance(batch_results, bool) or not isinstance(batch_results, int) or batch_results < 1:
         raise InputError(f"batch_results must be a positive integer, got {batch_results!r}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise InputError(f"jobs must be a positive integer or None, got {jobs!r}")
     return _evaluate_records(
         corpus,
         gold,
@@ -157,6 +171,7 @@ def evaluate_stream(
         progress=progress,
         group=group,
         batch_results=batch_results,
+        jobs=jobs,
     )
 
 
@@ -195,13 +210,20 @@ def _evaluate_records(
     progress: ProgressCallback | None,
     group: GroupRule | str,
     batch_results: int | None,
+    jobs: int | None,
 ) -> Evaluation:
     """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream` (with the
     collector paused: each call pauses and restores it)."""
     rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
     ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
     collector = Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
-    if isinstance(source, Run):
+    ranges = [] if isinstance(source, Run) else part_ranges(jobs, source, locator)
+    if ranges and not isinstance(source, Run):
+        if progress is not None:
+            progress("map", 0, 0)
+            progress("read", ranges[0][0], source.bytes_total)
+        collect_in_parts(collector, source, ranges, progress)
+    elif isinstance(source, Run):
         total = sum(len(r.results) for r in source.records if r.error is None)
         if progress is not None:
             progress("map", 0, total)

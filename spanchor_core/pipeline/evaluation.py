@@ -15,6 +15,7 @@ from spanchor_core.evaluate import (
     ProgressCallback,
 )
 from spanchor_core.evaluate.checks import gold_checked
+from spanchor_core.evaluate.run_parts import part_ranges
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.gold import GoldSet, read_gold
 from spanchor_core.index_store import pipeline_locator
@@ -22,7 +23,7 @@ from spanchor_core.locate import Locator
 from spanchor_core.metrics import DEFAULT_K, DEFAULT_MIN_OVERLAP
 from spanchor_core.parallel import ProcessLocator, resolve_jobs
 from spanchor_core.pipeline.sides import open_run, score_opened
-from spanchor_core.runs import RunStream
+from spanchor_core.runs import Run, RunStream
 
 __all__ = [
     "EvaluationOutcome",
@@ -95,6 +96,11 @@ def _gold_hash_warning(
     return (message,)
 
 
+def _in_parts(opened: Run | RunStream, jobs: int, locator: Locator | None) -> bool:
+    """Whether ``jobs`` processes will read ``opened`` in parts (then no pool maps for them)."""
+    return isinstance(opened, RunStream) and bool(part_ranges(jobs, opened, locator))
+
+
 def run_evaluation(
     corpus: Corpus | str | os.PathLike[str],
     gold: GoldSet | str | os.PathLike[str],
@@ -110,7 +116,7 @@ def run_evaluation(
     progress: ProgressCallback | None = None,
     group: str = "auto",
     locator: Locator | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
 ) -> EvaluationOutcome:
     """Score one run file as ``spanchor evaluate`` does, with every check CI relies on.
 
@@ -119,21 +125,25 @@ def run_evaluation(
     run's provenance (:func:`score_run`). A run none of whose records matches a gold query is
     an :class:`InputError`: scoring it would report a pass on nothing. ``locator`` (built on
     the same documents, e.g. a :class:`~spanchor_core.distributed.RayLocator`) maps the results;
-    without one, ``jobs`` processes do (0: one per CPU; :mod:`spanchor_core.parallel`), with
-    the same evaluation as one.
+    without one, ``jobs`` processes read, map and keep them (0: one per CPU), with the same
+    evaluation as one: a run file cut into that many parts, each read on a forked process
+    (:mod:`spanchor_core.evaluate.run_parts`), or, where that cannot be (not Linux, a 0.x
+    file), the mapping shared out (:mod:`spanchor_core.parallel`). ``None`` (the default) reads
+    a large run file in two parts where that is safe, else on this process alone; 1 always
+    on this process alone.
     """
     if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
         raise InputError(f"max_unmapped_rate must be between 0 and 1, got {max_unmapped_rate}")
     documents = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, globs=tuple(globs))
     gold_set = gold if isinstance(gold, GoldSet) else read_gold(gold)
     warnings = _gold_hash_warning(gold_set, expected_gold_hash, gold_hash_policy)
-    count = resolve_jobs(jobs)
+    count = None if jobs is None else resolve_jobs(jobs)
     with gold_checked(gold_set, documents):  # once, not again by open_run and the scorer
         opened = open_run(Path(run), corpus=documents, gold=gold_set, allow_mismatch=allow_mismatch)
         owned = None
         if locator is None:
             locator = pipeline_locator(documents)
-            if count > 1:
+            if count is not None and count > 1 and not _in_parts(opened, count, locator):
                 locator = owned = ProcessLocator(documents, jobs=count, base=locator)
         try:
             evaluation = score_opened(
@@ -145,6 +155,7 @@ def run_evaluation(
                 locator=locator,
                 progress=progress,
                 group=group,
+                jobs=count,
             )
         finally:
             if owned is not None:

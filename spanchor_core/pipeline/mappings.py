@@ -54,6 +54,14 @@ class SharedMappings(Locator):
                     known[key] = location
         return found  # type: ignore[return-value]  # every slot is filled above
 
+    @property
+    def fork_safe(self) -> bool:
+        """Whether a forked child may map with this (:mod:`spanchor_core.evaluate.run_parts`):
+        when ``base`` maps on this process. What the child maps is not remembered here (see
+        :mod:`~spanchor_core.evaluate.run_parts`): the locations are the
+        same either way."""
+        return type(self.base) is Locator
+
     # the rest is base's -----------------------------------------------------------------------
 
     def near_matches(

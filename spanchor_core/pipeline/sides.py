@@ -103,19 +103,33 @@ def score_opened(
     locator: Locator | None,
     progress: ProgressCallback | None,
     group: str = "auto",
+    jobs: int | None = None,
 ) -> Evaluation:
-    """Score an opened run; a run with no record at all is bad input, never a quiet pass."""
-    score = evaluate if isinstance(opened, Run) else evaluate_file
-    evaluation = score(
-        corpus,
-        gold,
-        opened,  # type: ignore[arg-type]  # each scorer gets the kind it reads
-        k=k,
-        min_overlap=min_overlap,
-        locator=locator,
-        progress=progress,
-        group=group,
-    )
+    """Score an opened run; a run with no record at all is bad input, never a quiet pass.
+    A run file is read and mapped on ``jobs`` processes (:func:`evaluate_file`)."""
+    if isinstance(opened, Run):
+        evaluation = evaluate(
+            corpus,
+            gold,
+            opened,
+            k=k,
+            min_overlap=min_overlap,
+            locator=locator,
+            progress=progress,
+            group=group,
+        )
+    else:
+        evaluation = evaluate_file(
+            corpus,
+            gold,
+            opened,
+            k=k,
+            min_overlap=min_overlap,
+            locator=locator,
+            progress=progress,
+            group=group,
+            jobs=jobs,
+        )
     if evaluation.records == 0:
         raise RunError(
             "the run holds no record: the recorder saw no retrieval",

@@ -18,6 +18,7 @@ inside a multi-byte character) is skipped with one ``path:line`` warning in
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -391,8 +392,77 @@ class RunStream:
                     self.records_read += 1
                     yield fields
 
+    def record_ranges(self, parts: int) -> list[tuple[int, int]]:
+        """The record lines cut into up to ``parts`` byte ranges of about the same size, each
+        starting and ending at a line boundary, in file order: what :meth:`part_fields` reads
+        a part of the run from (to read the parts on several processes). Empty when the file
+        cannot be read in parts (not our one-record-a-line format: a 0.x file, or a document
+        read whole) or gives fewer than two."""
+        if self._layout.read_line is not _read_record_line_fast or parts < 2:
+            return []
+        first, total = self._layout.offset, self.bytes_total
+        cuts = [first]
+        with _open(self.path) as handle:
+            for part in range(1, parts):
+                cut = _line_start(handle, first + (total - first) * part // parts)
+                if cuts[-1] < cut < total:
+                    cuts.append(cut)
+        cuts.append(total)
+        return list(itertools.pairwise(cuts)) if len(cuts) > 2 else []
+
+    def part_fields(self, start: int, stop: int) -> Iterator[RecordFields]:
+        """:meth:`fields` of the record lines between byte ``start`` and ``stop`` (a range of
+        :meth:`record_ranges`): the same records, values and errors (``path:line`` counted
+        from the start of the file), adding to :attr:`records_read` and :attr:`warnings`. The
+        last part (``stop`` the file's size when opened) is read to the end of the file, as
+        :meth:`fields` reads it, should the file have grown since."""
+        number = self._layout.number
+        if start > self._layout.offset:
+            number += _newlines(self.path, self._layout.offset, start)
+        last = stop >= self.bytes_total
+        with _open(self.path) as handle:
+            for line in _lines(handle, self.path, start, number):
+                if line.end > stop and not last:  # the first line of the next part
+                    return
+                self.bytes_read = line.end
+                fields = _read_fields_fast(line, self.path, self.warnings)
+                if fields is not None:
+                    self.records_read += 1
+                    yield fields
+
     def __repr__(self) -> str:
         return f"RunStream({str(self.path)!r}, {self.source_format})"
+
+
+def _line_start(handle: BinaryIO, offset: int) -> int:
+    """Where the first line starting at or after byte ``offset`` starts (the file's size when
+    none does)."""
+    handle.seek(max(offset - 1, 0))
+    at = handle.tell()
+    while True:
+        chunk = handle.read(_BUFFER)
+        if not chunk:
+            return at
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(chunk)
+
+
+def _newlines(path: Path, start: int, stop: int) -> int:
+    """How many ``\\n`` the bytes of ``path`` from ``start`` to ``stop`` hold: lines up to a
+    part's start, for its line numbers."""
+    count = 0
+    with _open(path) as handle:
+        handle.seek(start)
+        left = stop - start
+        while left > 0:
+            chunk = handle.read(min(left, _BUFFER * 8))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            left -= len(chunk)
+    return count
 
 
 def iter_run(path: str | os.PathLike[str]) -> RunStream:

@@ -12,6 +12,7 @@ import pytest
 from spanchor_core.cli import main
 from spanchor_core.corpus import load_corpus
 from spanchor_core.errors import InputError, RunError
+from spanchor_core.evaluate import run_parts
 from spanchor_core.exit_codes import ExitCode
 from spanchor_core.locate import LocateRequest
 from spanchor_core.parallel import ProcessLocator, WorkerError, run_tasks
@@ -154,4 +155,7 @@ def test_a_killed_mapping_worker_fails_evaluate_with_exit_2(
     with ProcessLocator(corpus, jobs=2, min_batch=0) as locator, pytest.raises(WorkerError):
         locator.locate_many([LocateRequest("some text to map, long enough")] * 4)
     argv = ["evaluate", str(quickstart.docs), str(quickstart.gold), str(quickstart.candidate)]
+    # where the run cannot be read in parts on forked children (evaluate/run_parts: a child
+    # that dies leaves its part to the driver), --jobs maps on a pool of workers
+    monkeypatch.setattr(run_parts, "can_fork", lambda: False)
     assert "worker process ended" in _one_line_error([*argv, "--jobs", "2"], capsys)
