@@ -75,20 +75,10 @@ class CorpusTexts:
             yield lo, int(self.starts[lo]), "".join(self.texts[lo:hi])
 
     def blocks(self, chars: int = BLOCK_CHARS) -> Iterator[tuple[int, str]]:
-        """The documents' texts as one virtual string, in blocks of ``chars``."""
-        parts: list[str] = []
-        size = 0
-        offset = 0
-        for text in self.texts:
-            pos = 0
-            while pos < len(text):
-                piece = text[pos : pos + chars - size]
-                parts.append(piece)
-                size += len(piece)
-                pos += len(piece)
-                if size >= chars:
-                    yield offset, "".join(parts)
-                    offset += size
-                    parts, size = [], 0
-        if parts:
-            yield offset, "".join(parts)
+        """The documents' texts as one virtual string, in blocks of ``chars``.
+
+        Each block is cut out of the documents it covers (two binary searches and one join),
+        not assembled document by document: a corpus of 100,000 short documents paid a
+        Python step per document on every pass."""
+        for offset in range(0, self.total, chars):
+            yield offset, self.virtual(offset, offset + chars)

@@ -152,13 +152,11 @@ class IndexBuilder:
             pads.append(np.full(w - 1, len(h), dtype=np.int64))
         at = np.concatenate(pads)
         if len(at):
-            real = np.insert(np.ones(len(h), dtype=np.bool_), at, False)
-            mask = minimizer_mask(np.insert(h, at, SENTINEL), w)[real]
+            picked = _padded_minimizers(h, at, w)
         elif len(h) >= w:
-            mask = minimizer_mask(h, w)
+            picked = np.flatnonzero(minimizer_mask(h, w))
         else:
             return
-        picked = np.flatnonzero(mask)
         pos = picked.astype(np.int64) + start
         tail = self._tail
         if len(tail):  # both sorted: a search per position up to the tail's last one
@@ -209,13 +207,34 @@ def _capacity(total: int, window: int) -> int:
 def _cut_at_boundaries(h: U64, bounds: I64, k: int) -> None:
     """Set to ``SENTINEL`` the hash of every k-gram of ``h`` that runs across a boundary: the
     k-gram at ``i`` crosses ``b`` when ``i < b < i + k`` (``bounds`` relative to ``h``, each
-    with ``0 < b < len(h) + k - 1``)."""
-    if not len(bounds):
+    with ``0 < b < len(h) + k - 1``).
+
+    The ``k - 1`` positions of each boundary are written directly: a block of small documents
+    has a boundary every few hundred positions, and a pass over the whole block (marks, a
+    cumulative sum, a mask) cost it more than the few thousand positions themselves."""
+    if not len(bounds) or k < 2:
         return
-    marks = np.zeros(len(h) + 1, dtype=np.int64)
-    np.add.at(marks, np.maximum(bounds - k + 1, 0), 1)
-    np.add.at(marks, np.minimum(bounds, len(h)), -1)
-    h[np.cumsum(marks[:-1]) > 0] = SENTINEL
+    cut = (bounds - (k - 1))[:, None] + np.arange(k - 1, dtype=np.int64)
+    cut = cut[(cut >= 0) & (cut < len(h))]
+    h[cut] = SENTINEL
+
+
+def _padded_minimizers(h: U64, at: I64, w: int) -> npt.NDArray[np.intp]:
+    """The positions of ``h`` picked by :func:`minimizer_mask` of ``h`` with a ``SENTINEL``
+    inserted before position ``at[j]`` for each ``j`` (``np.insert``'s convention).
+
+    What two ``np.insert`` calls (the hashes, and a mask of the real positions) did, with the
+    padded array written once: the slots of the inserted values are ``sorted(at) + j``, and
+    the picked padded positions (never a slot: a ``SENTINEL`` is never picked) are mapped back
+    by the number of slots before each."""
+    slots = np.sort(at) + np.arange(len(at), dtype=np.int64)
+    padded = np.empty(len(h) + len(at), dtype=np.uint64)
+    padded[slots] = SENTINEL
+    real = np.ones(len(padded), dtype=np.bool_)
+    real[slots] = False
+    padded[real] = h
+    picked = np.flatnonzero(minimizer_mask(padded, w))
+    return picked - np.searchsorted(slots, picked)
 
 
 def keep_on_heap(chars: int) -> None:

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from spanchor_core.corpus import Corpus
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts
 from spanchor_core.locate.hashing import SENTINEL, KgramHasher, minimizer_mask
-from spanchor_core.locate.index import IndexBuilder, MinimizerIndex, index_documents
+from spanchor_core.locate.index import (
+    IndexBuilder,
+    MinimizerIndex,
+    _cut_at_boundaries,
+    _padded_minimizers,
+    index_documents,
+)
 from spanchor_core.locate.normalised_view import CHECKPOINT, build_normalised_view
 from spanchor_core.locate.text import code_points, fold, normalise, normalise_with_positions
 
@@ -87,6 +93,83 @@ def test_each_document_indexes_exactly_what_it_would_alone(
     assert len(_entries(index)) == len(expected)
     whole = index_documents(documents, hasher, window)
     assert np.array_equal(whole.packed, index.packed)
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    docs=st.lists(st.text(alphabet=st.sampled_from("ab c"), max_size=30), min_size=1, max_size=30),
+    cuts=st.lists(st.integers(0, 600), max_size=5),
+    shape=st.sampled_from([(3, 6), (4, 9), (2, 2), (5, 4)]),
+)
+def test_many_small_documents_index_what_each_would_alone_with_windows_wider_than_kgrams(
+    docs: list[str], cuts: list[int], shape: tuple[int, int]
+) -> None:
+    # a window wider than a k-gram pads every boundary with inserted never-minimal k-grams
+    # (the tiny-documents case, a boundary every few dozen characters): still each
+    # document's own entries, however the blocks are cut
+    k, window = shape
+    hasher = KgramHasher(k)
+    documents = CorpusTexts(Corpus.from_texts({f"d{i:02}": t for i, t in enumerate(docs)}))
+    text = "".join(documents.texts)
+    builder = IndexBuilder(hasher, window, len(text))
+    bounds = [0, *sorted(min(c, len(text)) for c in cuts), len(text)]
+    for lo, hi in itertools.pairwise(bounds):
+        inside = documents.starts[(documents.starts >= lo) & (documents.starts < hi)]
+        builder.feed(code_points(text[lo:hi]), starts=inside)
+    index = builder.finish()
+    expected: set[Any] = set()
+    for t, s in zip(documents.texts, documents.starts.tolist(), strict=True):
+        expected |= _alone(t, s, hasher, window, index.pos_bits)
+    assert sorted(_entries(index)) == sorted(expected)
+    assert np.array_equal(index_documents(documents, hasher, window).packed, index.packed)
+
+
+_hashes = st.lists(st.integers(0, 2**64 - 1) | st.just(int(SENTINEL)), max_size=80).map(
+    lambda values: np.array(values, dtype=np.uint64)
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(h=_hashes, data=st.data(), w=st.integers(2, 9))
+def test_padded_minimizers_equal_minimizers_of_the_array_with_np_insert(
+    h: Any, data: st.DataObject, w: int
+) -> None:
+    # the padding written in place picks what the two np.insert calls it replaced picked:
+    # the padded array's minimizers, at the positions of the original hashes (a padded array
+    # holds a full window: the builder pads a block's edges by w - 1, its hashes span a window)
+    at = np.array(
+        data.draw(st.lists(st.integers(0, len(h)), min_size=max(1, w - len(h)))), dtype=np.int64
+    )
+    real = np.insert(np.ones(len(h), dtype=np.bool_), at, False)
+    expected = np.flatnonzero(minimizer_mask(np.insert(h, at, SENTINEL), w)[real])
+    assert np.array_equal(_padded_minimizers(h, at, w), expected)
+
+
+@given(h=_hashes, data=st.data(), k=st.integers(1, 6))
+def test_cut_at_boundaries_blanks_exactly_the_kgrams_that_cross_one(
+    h: Any, data: st.DataObject, k: int
+) -> None:
+    bounds = data.draw(st.lists(st.integers(1, max(1, len(h) + k - 2)), max_size=6).map(sorted))
+    bounds = [b for b in bounds if 0 < b < len(h) + k - 1]
+    cut = h.copy()
+    _cut_at_boundaries(cut, np.array(bounds, dtype=np.int64), k)
+    for i in range(len(h)):
+        crosses = any(i < b < i + k for b in bounds)
+        assert cut[i] == (SENTINEL if crosses else h[i])
+
+
+@settings(deadline=None)
+@given(
+    docs=st.lists(
+        st.text(alphabet=st.sampled_from("ab\u00e9\U0001f600"), max_size=12), max_size=12
+    ),
+    chars=st.integers(1, 40),
+)
+def test_blocks_cut_the_documents_laid_end_to_end(docs: list[str], chars: int) -> None:
+    documents = CorpusTexts(Corpus.from_texts({f"d{i:02}": t for i, t in enumerate(docs)}))
+    text = "".join(documents.texts)
+    got = list(documents.blocks(chars))
+    assert got == [(o, text[o : o + chars]) for o in range(0, len(text), chars)]
 
 
 def test_a_text_that_picks_more_than_the_reserved_entries_grows_the_index() -> None:
