@@ -19,42 +19,22 @@ from spanchor_core.evaluate import (
 )
 from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.model import QueryTable
+from tests.fork_spy import ForkSpy, count_forks
 from tests.test_columnar_reader import _evaluation, _reads_edited_as_strict, _same, _strict
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork and two CPUs")
 
 
-class _Spy:
-    """Counts the children started and the answers they gave."""
-
-    def __init__(self) -> None:
-        self.started = 0
-        self.answered = 0
-
-
 @pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> _Spy:
+def spy(monkeypatch: pytest.MonkeyPatch) -> ForkSpy:
     """Every buffer of query lines forked, however small; the children counted."""
-    seen = _Spy()
-
-    class Counted(Forked[object]):
-        def __init__(self, work: object) -> None:
-            seen.started += 1
-            super().__init__(work)  # type: ignore[arg-type]
-
-        def result(self) -> tuple[object] | None:
-            answer = super().result()
-            seen.answered += answer is not None
-            return answer
-
     monkeypatch.setattr(file_columns, "_FORK_BYTES", 1)
-    monkeypatch.setattr(file_columns, "Forked", Counted)
-    return seen
+    return count_forks(monkeypatch, file_columns)
 
 
 @pytest.mark.parametrize("n", [3, 40, 1025, 2100])
 def test_the_second_half_read_on_a_child_is_the_same_evaluation(
-    tmp_path: Path, spy: _Spy, n: int
+    tmp_path: Path, spy: ForkSpy, n: int
 ) -> None:
     path = tmp_path / "e.json"
     write_evaluation(_evaluation(n), path)
@@ -81,14 +61,14 @@ def test_the_second_half_read_on_a_child_is_the_same_evaluation(
     ],
 )
 def test_an_odd_line_in_either_half_reads_as_the_strict_path_reads_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy, edit: object
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: ForkSpy, edit: object
 ) -> None:
     _reads_edited_as_strict(tmp_path / "e.json", monkeypatch, edit)
     assert spy.started >= 1
 
 
 def test_a_child_that_dies_leaves_its_half_to_this_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: ForkSpy
 ) -> None:
     path = tmp_path / "e.json"
     write_evaluation(_evaluation(300), path)
@@ -157,7 +137,7 @@ def test_no_fork_in_a_pool_worker_or_beside_live_workers(monkeypatch: pytest.Mon
 
 
 def test_a_child_stuck_on_a_lock_held_at_fork_is_given_up_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: ForkSpy
 ) -> None:
     """Another thread holds a lock when the process forks; the child's copy of it stays held
     for ever. The child uses no CPU from then on: it is killed, reaped, and this process reads

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import RunError
 from spanchor_core.evaluate import evaluate_file, file_fork, run_parts, write_evaluation
-from spanchor_core.evaluate.file_fork import Forked, can_fork
+from spanchor_core.evaluate.file_fork import can_fork
 from spanchor_core.evaluate.model import Evaluation
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
 from spanchor_core.locate import Locator
@@ -34,6 +34,7 @@ from spanchor_core.runs import (
     iter_run,
     write_run,
 )
+from tests.fork_spy import ForkSpy, count_forks
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork and two CPUs")
 
@@ -115,30 +116,9 @@ def _line_starts(path: Path) -> list[int]:
     return [*starts, len(data)]
 
 
-class _Spy:
-    """Counts the children started and the answers they gave."""
-
-    def __init__(self) -> None:
-        self.started = 0
-        self.answered = 0
-
-
 @pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> _Spy:
-    seen = _Spy()
-
-    class Counted(Forked[object]):
-        def __init__(self, work: object) -> None:
-            seen.started += 1
-            super().__init__(work)  # type: ignore[arg-type]
-
-        def result(self) -> tuple[object] | None:
-            answer = super().result()
-            seen.answered += answer is not None
-            return answer
-
-    monkeypatch.setattr(run_parts, "Forked", Counted)
-    return seen
+def spy(monkeypatch: pytest.MonkeyPatch) -> ForkSpy:
+    return count_forks(monkeypatch, run_parts)
 
 
 def _cut(ranges: list[tuple[int, int]]) -> AbstractContextManager[object]:
@@ -213,7 +193,7 @@ def _odd_run(path: Path) -> Path:
 
 @pytest.mark.parametrize("group", ["auto", "first", "union"])
 def test_every_cut_of_the_odd_cases_gives_the_one_process_file(
-    tmp_path: Path, spy: _Spy, group: str
+    tmp_path: Path, spy: ForkSpy, group: str
 ) -> None:
     path = _odd_run(tmp_path / "run.jsonl")
     one = _file_text(evaluate_file(CORPUS, GOLD, path, group=group, jobs=1), tmp_path / "1.json")
@@ -227,7 +207,7 @@ def test_every_cut_of_the_odd_cases_gives_the_one_process_file(
     assert spy.started == spy.answered == 11
 
 
-def test_three_parts_on_three_processes(tmp_path: Path, spy: _Spy) -> None:
+def test_three_parts_on_three_processes(tmp_path: Path, spy: ForkSpy) -> None:
     path = _odd_run(tmp_path / "run.jsonl")
     one, parts = _one_and_parts(path, _ranges(path, [4, 9]))
     assert _file_text(parts, tmp_path / "p.json") == _file_text(one, tmp_path / "o.json")
@@ -247,7 +227,7 @@ def test_the_ranges_of_a_file_cover_its_records_at_line_starts(tmp_path: Path) -
     assert iter_run(path).record_ranges(1) == []
 
 
-def test_a_file_that_cannot_be_cut_is_read_by_one_process(tmp_path: Path, spy: _Spy) -> None:
+def test_a_file_that_cannot_be_cut_is_read_by_one_process(tmp_path: Path, spy: ForkSpy) -> None:
     legacy = tmp_path / "results.jsonl"  # spanchor 0.x JSONL
     legacy.write_text(
         '{"query_id": "q1", "question": "Why is the sky blue?", "retrieved": '
@@ -266,7 +246,7 @@ def test_a_file_that_cannot_be_cut_is_read_by_one_process(tmp_path: Path, spy: _
 
 
 def test_the_default_forks_only_for_a_large_run(
-    tmp_path: Path, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spy: ForkSpy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _odd_run(tmp_path / "run.jsonl")
     one = _file_text(evaluate_file(CORPUS, GOLD, path, jobs=1), tmp_path / "1.json")
@@ -281,7 +261,7 @@ def test_the_default_forks_only_for_a_large_run(
 
 
 def test_a_locator_that_maps_elsewhere_is_never_used_from_a_child(
-    tmp_path: Path, spy: _Spy
+    tmp_path: Path, spy: ForkSpy
 ) -> None:
     class Elsewhere(Locator):
         """Stands for an engine's locator (Ray actors, a worker pool)."""
@@ -317,7 +297,7 @@ def _hangs(*_: object) -> None:
 
 @pytest.mark.parametrize("fate", [_dies, _hangs])
 def test_a_child_that_dies_or_stalls_leaves_its_part_to_this_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _Spy, fate: object
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: ForkSpy, fate: object
 ) -> None:
     path = _odd_run(tmp_path / "run.jsonl")
     monkeypatch.setattr(file_fork, "STALL_SECONDS", 0.5)
@@ -348,7 +328,7 @@ def _bad(path: Path, line: int, text: str) -> Path:
     ],
 )
 def test_bad_input_in_any_part_is_the_one_process_error(
-    tmp_path: Path, spy: _Spy, line: int, text: str
+    tmp_path: Path, spy: ForkSpy, line: int, text: str
 ) -> None:
     path = _bad(_odd_run(tmp_path / "run.jsonl"), line, text)
     with pytest.raises(RunError) as one:
@@ -370,7 +350,7 @@ def test_a_torn_last_line_in_the_last_part_is_the_one_process_warning(tmp_path: 
 
 
 def test_the_pipeline_reads_in_parts_instead_of_a_mapping_pool(
-    tmp_path: Path, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spy: ForkSpy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import spanchor_core.pipeline.evaluation as pipeline
 
@@ -391,7 +371,7 @@ def test_the_pipeline_reads_in_parts_instead_of_a_mapping_pool(
 
 
 def test_runs_scored_in_turn_sharing_their_mappings_are_read_in_parts(
-    tmp_path: Path, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spy: ForkSpy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from spanchor_core.pipeline.sides import load_pair
 
