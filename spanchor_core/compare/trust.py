@@ -110,6 +110,19 @@ def _listed(ids: Sequence[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def _by_policy(
+    ids: Sequence[str], policy: Policy, flaky: set[str]
+) -> tuple[tuple[list[str], Severity], tuple[list[str], Severity]]:
+    """Queries we know nothing about (no record, or none the grouping rule kept), split the
+    way the policy treats them: the others at ``on_missing``'s severity, the allow-listed
+    flaky ones as warnings only. One place, so that missing and emptied queries can never be
+    judged by two rules."""
+    severity: Severity = "error" if policy.on_missing == "fail" else "warning"
+    strict = [qid for qid in ids if qid not in flaky]
+    lenient = [qid for qid in ids if qid in flaky]
+    return (strict, severity), (lenient, "warning")
+
+
 def trust_findings(
     side: str, table: object, policy: Policy, max_unmapped_rate: float | None
 ) -> list[Finding]:
@@ -119,11 +132,9 @@ def trust_findings(
     findings: list[Finding] = []
     flaky = set(policy.flaky_queries)
     missing = list(table.missing_in_run)
-    strict = [qid for qid in missing if qid not in flaky]
-    lenient = [qid for qid in missing if qid in flaky]
+    (strict, severity), (lenient, _) = _by_policy(missing, policy, flaky)
     total = len(table)
     if strict:
-        severity: Severity = "error" if policy.on_missing == "fail" else "warning"
         findings.append(
             Finding(
                 severity,
@@ -187,11 +198,7 @@ def _emptied_findings(
     rule = getattr(getattr(table, "settings", None), "group", None)
     named = f" {rule!r}" if isinstance(rule, str) else ""
     findings: list[Finding] = []
-    strict = [qid for qid in emptied if qid not in flaky]
-    lenient = [qid for qid in emptied if qid in flaky]
-    severity: Severity = "error" if policy.on_missing == "fail" else "warning"
-    levels: list[tuple[list[str], Severity]] = [(strict, severity), (lenient, "warning")]
-    for ids, level in levels:
+    for ids, level in _by_policy(emptied, policy, flaky):
         if not ids:
             continue
         counted = f"{len(ids)} of its {answered} recorded quer{'y' if answered == 1 else 'ies'}"
