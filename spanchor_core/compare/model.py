@@ -228,6 +228,7 @@ UNTRUSTED_FINDINGS = frozenset(
         "failed_retrievals",
         "stage_mismatch",
         "unmatched_repeats",
+        "unmatched_askings",
         "same_recording",
         "group_emptied",
     }

@@ -38,8 +38,15 @@ finding, which makes the comparison exit 3 whatever its deltas say.
 * ``unmatched_repeats`` — one side holds several trace-less records for questions the other
   side answered once: the shape of the recording changed between the runs (a hybrid or a
   reranker now recorded as separate lines), and the mean over those "askings" compares
-  something else than the other side's one list. Untrusted. Repeats with trace ids are real
-  askings (the integrations write them) and stay a warning, as do repeats on both sides.
+  something else than the other side's one list. Untrusted.
+* ``unmatched_askings`` — one side asked questions in several traces that the other side asked
+  once. Each trace is a real asking (the integrations write trace ids), but one side asking
+  twice where the other asked once is what a run file gives when a second recording was
+  appended to it (the LangChain handler and ``SPANCHOR_RUN_FILE`` append by default, as
+  LangChain's own ``FileCallbackHandler`` does): yesterday's askings of another configuration
+  averaged with today's, where a mean halves a regression. Untrusted: the two sides were not
+  recorded the same way. Repeats on both sides (a harness asking each question N times) are
+  the ``repeated_queries`` warning.
 * ``merge_change`` (a warning) — one side scores some questions from several retrievals of
   one asking merged into one list (a hybrid, two tool calls, a pre- and a post-reranker list
   both recorded as retrievals) where the other side scored one retrieval. The merge is the
@@ -347,36 +354,55 @@ def _repeats(table: object) -> tuple[set[str], set[str]]:
 
 
 def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) -> list[Finding]:
-    """``unmatched_repeats`` for each side whose trace-less repeats the other side does not
-    share (see the module docstring); each baseline (named side, table) against the
-    candidate."""
+    """``unmatched_repeats`` and ``unmatched_askings`` for each side whose repeats the other
+    side does not share (see the module docstring); each baseline (named side, table) against
+    the candidate."""
     cand_all, cand_untraced = _repeats(candidate)
     findings: list[Finding] = []
     for side, table in baselines:
         base_all, base_untraced = _repeats(table)
-        for name, untraced, other, other_all, other_table in (
-            (side, base_untraced, "candidate", cand_all, candidate),
-            ("candidate", cand_untraced, side, base_all, table),
+        for name, repeated, untraced, other, other_all, other_table in (
+            (side, base_all, base_untraced, "candidate", cand_all, candidate),
+            ("candidate", cand_all, cand_untraced, side, base_all, table),
         ):
             # a query the other side never recorded is not compared (it is reported as
             # missing), so its repeats cannot hide anything and "answered once" would be false
-            lone = sorted(untraced - other_all - set(getattr(other_table, "missing_in_run", ())))
-            if not lone:
-                continue
-            findings.append(
-                Finding(
-                    "error",
-                    "unmatched_repeats",
-                    f"the {name} run holds several records without a trace id for "
-                    f"{len(lone)} {'query' if len(lone) == 1 else 'queries'} that the {other} "
-                    f"answered once ({_listed(lone)}): they may be several retrievals of one "
-                    "asking rather than repeats, and their mean can hide a regression; record "
-                    "trace ids (the integrations do) or one record per question, or choose "
-                    "one retrieval with --group source:NAME or --group stage:NAME",
-                    query_ids=tuple(lone),
+            once = repeated - other_all - set(getattr(other_table, "missing_in_run", ()))
+            lone = sorted(once & untraced)
+            if lone:
+                findings.append(
+                    Finding(
+                        "error",
+                        "unmatched_repeats",
+                        f"the {name} run holds several records without a trace id for "
+                        f"{_counted(lone)} that the {other} answered once ({_listed(lone)}): "
+                        "they may be several retrievals of one asking rather than repeats, and "
+                        "their mean can hide a regression; record trace ids (the integrations "
+                        "do) or one record per question, or choose one retrieval with --group "
+                        "source:NAME or --group stage:NAME",
+                        query_ids=tuple(lone),
+                    )
                 )
-            )
+            asked = sorted(once - untraced)
+            if asked:
+                findings.append(
+                    Finding(
+                        "error",
+                        "unmatched_askings",
+                        f"the {name} run asked {_counted(asked)} in several traces that the "
+                        f"{other} asked once ({_listed(asked)}): a run file that a second "
+                        "recording appended to mixes two recordings (the LangChain handler and "
+                        "SPANCHOR_RUN_FILE append by default), and the mean of their askings "
+                        "can hide a regression; start the run file afresh for each recording "
+                        "(mode='w', or delete it first), or record both sides the same way",
+                        query_ids=tuple(asked),
+                    )
+                )
     return findings
+
+
+def _counted(ids: Sequence[str]) -> str:
+    return f"{len(ids)} {'query' if len(ids) == 1 else 'queries'}"
 
 
 def _merged_shape(table: object, ids: Sequence[str]) -> tuple[set[str], set[str]]:

@@ -8,7 +8,7 @@ import contextvars
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from spanchor_core import RunRecorder, read_run
+from spanchor_core import ExitCode, RunRecorder, compare, evaluate, read_run
 from spanchor_langchain import (
     ScoredVectorStoreRetriever,
     SpanchorCallbackHandler,
@@ -34,6 +34,7 @@ from spanchor_langchain._handler_state import HandlerState
 from tests.integrations.test_langchain_helpers import (
     FailingRetriever,
     SlowRetriever,
+    garden_corpus,
     garden_gold,
     vector_store,
 )
@@ -403,3 +404,38 @@ def test_pending_retrievals_of_a_finished_chain_do_not_accumulate(tmp_path: Path
     assert len(records) == 40, "outer and inner run of each of the 20 chains (nested='all')"
     assert sorted({str(r.query_id) for r in records}) == sorted(f"q{i}" for i in range(20))
     assert all(r.error is not None and r.error.startswith("CancelledError") for r in records)
+
+
+def test_a_run_file_the_handler_appended_to_twice_is_never_a_pass(tmp_path: Path) -> None:
+    """The handler appends by default, as LangChain's ``FileCallbackHandler`` does: recording
+    today's chain into yesterday's file leaves both recordings in it, each question asked in
+    two traces. Against a baseline recorded once, the gate refuses the comparison (exit 3)
+    instead of averaging a day of another configuration into the candidate's scores."""
+    corpus = garden_corpus()
+    gold = garden_gold(corpus)
+    questions = [(qid, query.question) for qid, query in gold.items()]
+    retriever = ScoredVectorStoreRetriever(vectorstore=vector_store(corpus), search_kwargs={"k": 2})
+
+    def record(path: Path, *, mode: Literal["w", "a"] = "a") -> None:
+        with SpanchorCallbackHandler(path, corpus=corpus, mode=mode) as handler:
+            for qid, question in questions:
+                rag_chain(retriever).invoke(
+                    {"question": question},
+                    config={"callbacks": [handler], "metadata": {"spanchor_query_id": qid}},
+                )
+
+    record(tmp_path / "baseline.jsonl")
+    record(tmp_path / "candidate.jsonl")  # yesterday's recording, left where it was
+    record(tmp_path / "candidate.jsonl")  # today's, appended
+    baseline = evaluate(corpus, gold, read_run(tmp_path / "baseline.jsonl"), k=[2])
+    candidate = evaluate(corpus, gold, read_run(tmp_path / "candidate.jsonl"), k=[2])
+    assert len(read_run(tmp_path / "candidate.jsonl").records) == 2 * len(questions)
+    assert candidate.repeated == tuple(gold)
+    comparison = compare(baseline, candidate)
+    assert comparison.exit_code == ExitCode.UNTRUSTED
+    (finding,) = [f for f in comparison.findings if f.code == "unmatched_askings"]
+    assert finding.query_ids == tuple(sorted(gold))
+    # recorded afresh (mode="w"), the same chain compares and passes
+    record(tmp_path / "candidate.jsonl", mode="w")
+    fresh = evaluate(corpus, gold, read_run(tmp_path / "candidate.jsonl"), k=[2])
+    assert compare(baseline, fresh).exit_code == ExitCode.PASS
