@@ -190,7 +190,9 @@ def test_askings_with_trace_ids_that_only_one_side_repeats_are_untrusted(
     yesterday's askings of the good configuration, each in a trace of its own, then today's of
     one that loses 18 and 12 points of recall@5 on q17 and q31. Alone today's run fails the
     10-point rule; averaged with yesterday's each loss is halved under it, and the gate passed
-    it. One side asking twice where the other asked once is untrusted, naming the cause."""
+    it. Askings that scored differently on one side where the other asked once are untrusted,
+    naming the cause; askings that all agree (a deterministic retriever asked again) hide
+    nothing and only warn."""
     header, *records = _lines(BASE)
     regressed = {record["query_id"]: record for record in _lines(CAND)[1:]}
     today = [regressed[r["query_id"]] if r["query_id"] in ("q17", "q31") else r for r in records]
@@ -206,9 +208,9 @@ def test_askings_with_trace_ids_that_only_one_side_repeats_are_untrusted(
     stale = _write(tmp_path / "appended.jsonl", appended)
     code, lines = _gate(capsys, BASE, stale)
     assert code == 3
-    finding = next(line for line in lines if "in several traces that the baseline asked" in line)
-    assert "the candidate run asked 57 queries in several traces" in finding
-    assert "(q01, q02, q03, q04, q05 and 52 more)" in finding
+    finding = next(line for line in lines if "where the baseline asked once" in line)
+    assert "the candidate run asked 2 queries in several traces that scored differently" in finding
+    assert "(q17, q31)" in finding
     assert "appended to" in finding
     assert "mode='w'" in finding
     assert lines[-1].startswith("UNTRUSTED")
@@ -220,6 +222,58 @@ def test_askings_with_trace_ids_that_only_one_side_repeats_are_untrusted(
     assert code == 0
     assert any(line.startswith("warning: the candidate run asked 57 of 57") for line in lines)
     assert not any("the baseline asked once" in line for line in lines)
+    # the same recording appended twice (a re-run of the tests): every asking agrees
+    again = [
+        header,
+        *({**record, "trace_id": f"first-{record['query_id']}"} for record in records),
+        *({**record, "trace_id": f"rerun-{record['query_id']}"} for record in records),
+    ]
+    code, lines = _gate(capsys, BASE, _write(tmp_path / "rerun.jsonl", again))
+    assert code == 0
+    assert any(line.startswith("warning: the candidate run asked 57 of 57") for line in lines)
+
+
+def test_evaluation_files_keep_which_askings_disagreed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``spanchor evaluate`` writes the repeated queries whose askings scored differently
+    (``divergent``), so ``compare`` of evaluation files refuses the appended run as ``gate``
+    does and passes the re-run; a file without the list (written before it existed) cannot
+    say, and its one-sided repeats are untrusted."""
+    header, *records = _lines(BASE)
+    regressed = {record["query_id"]: record for record in _lines(CAND)[1:]}
+    today = [regressed[r["query_id"]] if r["query_id"] == "q17" else r for r in records]
+
+    def appended(name: str, second: list[dict[str, Any]]) -> Path:
+        run = [
+            _lines(BASE)[0],  # a recording of its own
+            *({**record, "trace_id": f"a-{record['query_id']}"} for record in records),
+            *({**record, "trace_id": f"b-{record['query_id']}"} for record in second),
+        ]
+        return _write(tmp_path / f"{name}.jsonl", run)
+
+    def evaluated(run: Path) -> Path:
+        out = run.with_suffix(".json")
+        assert main(["evaluate", str(DOCS), str(GOLD), str(run), "-o", str(out), "-q"]) == 0
+        return out
+
+    base = evaluated(_write(tmp_path / "base.jsonl", [header, *records]))
+    stale = evaluated(appended("stale", today))
+    rerun = evaluated(appended("rerun", records))
+    assert json.loads(stale.read_text(encoding="utf-8"))["divergent"] == ["q17"]
+    assert json.loads(rerun.read_text(encoding="utf-8"))["divergent"] == []
+    assert "divergent" not in json.loads(base.read_text(encoding="utf-8"))
+    capsys.readouterr()
+    assert main(["compare", str(base), str(stale), "-q"]) == 3
+    assert "in several traces that scored differently" in capsys.readouterr().out
+    assert main(["compare", str(base), str(rerun), "-q"]) == 0
+    older = json.loads(rerun.read_text(encoding="utf-8"))
+    del older["divergent"]
+    old_file = tmp_path / "older.json"
+    old_file.write_text(json.dumps(older), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["compare", str(base), str(old_file), "-q"]) == 3
+    assert "(q01, q02, q03, q04, q05 and 52 more)" in capsys.readouterr().out
 
 
 def _staged(source: Path, target: Path, stages: tuple[str, ...]) -> Path:

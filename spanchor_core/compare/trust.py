@@ -39,14 +39,17 @@ finding, which makes the comparison exit 3 whatever its deltas say.
   side answered once: the shape of the recording changed between the runs (a hybrid or a
   reranker now recorded as separate lines), and the mean over those "askings" compares
   something else than the other side's one list. Untrusted.
-* ``unmatched_askings`` — one side asked questions in several traces that the other side asked
-  once. Each trace is a real asking (the integrations write trace ids), but one side asking
-  twice where the other asked once is what a run file gives when a second recording was
-  appended to it (the LangChain handler and ``SPANCHOR_RUN_FILE`` append by default, as
-  LangChain's own ``FileCallbackHandler`` does): yesterday's askings of another configuration
-  averaged with today's, where a mean halves a regression. Untrusted: the two sides were not
-  recorded the same way. Repeats on both sides (a harness asking each question N times) are
-  the ``repeated_queries`` warning.
+* ``unmatched_askings`` — one side asked questions in several traces, whose askings scored
+  differently, that the other side asked once. Each trace is a real asking (the integrations
+  write trace ids), but differing askings on one side only is what a run file gives when a
+  second recording was appended to it (the LangChain handler and ``SPANCHOR_RUN_FILE`` append
+  by default, as LangChain's own ``FileCallbackHandler`` does): yesterday's askings of another
+  configuration averaged with today's, where a mean halves a regression. Untrusted: the two
+  sides were not recorded the same way. Askings that all scored the same (a deterministic
+  retriever asked again: a test re-run by pytest-rerunfailures) hide nothing and, like repeats
+  on both sides (a harness asking each question N times), are the ``repeated_queries``
+  warning. Unknown agreement (evaluation files older than the ``divergent`` list) is
+  untrusted.
 * ``merge_change`` (a warning) — one side scores some questions from several retrievals of
   one asking merged into one list (a hybrid, two tool calls, a pre- and a post-reranker list
   both recorded as retrievals) where the other side scored one retrieval. The merge is the
@@ -361,9 +364,9 @@ def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) 
     findings: list[Finding] = []
     for side, table in baselines:
         base_all, base_untraced = _repeats(table)
-        for name, repeated, untraced, other, other_all, other_table in (
-            (side, base_all, base_untraced, "candidate", cand_all, candidate),
-            ("candidate", cand_all, cand_untraced, side, base_all, table),
+        for name, own, repeated, untraced, other, other_all, other_table in (
+            (side, table, base_all, base_untraced, "candidate", cand_all, candidate),
+            ("candidate", candidate, cand_all, cand_untraced, side, base_all, table),
         ):
             # a query the other side never recorded is not compared (it is reported as
             # missing), so its repeats cannot hide anything and "answered once" would be false
@@ -383,22 +386,31 @@ def repeat_findings(baselines: Sequence[tuple[str, object]], candidate: object) 
                         query_ids=tuple(lone),
                     )
                 )
-            asked = sorted(once - untraced)
+            asked = sorted(_divergent(own, once - untraced))
             if asked:
                 findings.append(
                     Finding(
                         "error",
                         "unmatched_askings",
-                        f"the {name} run asked {_counted(asked)} in several traces that the "
-                        f"{other} asked once ({_listed(asked)}): a run file that a second "
-                        "recording appended to mixes two recordings (the LangChain handler and "
-                        "SPANCHOR_RUN_FILE append by default), and the mean of their askings "
-                        "can hide a regression; start the run file afresh for each recording "
-                        "(mode='w', or delete it first), or record both sides the same way",
+                        f"the {name} run asked {_counted(asked)} in several traces that scored "
+                        f"differently, where the {other} asked once ({_listed(asked)}): a run "
+                        "file that a second recording appended to mixes two recordings (the "
+                        "LangChain handler and SPANCHOR_RUN_FILE append by default), and the "
+                        "mean of their askings can hide a regression; start the run file "
+                        "afresh for each recording (mode='w', or delete it first), or record "
+                        "both sides the same way",
                         query_ids=tuple(asked),
                     )
                 )
     return findings
+
+
+def _divergent(table: object, ids: set[str]) -> set[str]:
+    """Those of ``ids`` (repeated queries) whose askings did not all score the same; all of
+    them when the table does not know (older evaluation files): an unknown mean is not
+    trusted."""
+    known = getattr(table, "divergent", None)
+    return ids if known is None else ids & set(known)
 
 
 def _counted(ids: Sequence[str]) -> str:

@@ -118,6 +118,14 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _divergent(evaluation: Evaluation) -> list[str] | None:
+    """``divergent`` as written: only when known and some query is repeated (an evaluation
+    without repeats reads back as ``()`` without it)."""
+    if evaluation.divergent is None or not evaluation.repeated:
+        return None
+    return list(evaluation.divergent)
+
+
 def _to_file(evaluation: Evaluation) -> EvaluationFile:
     """Everything of the evaluation file but its ``queries`` (validated: it is small).
 
@@ -160,6 +168,7 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
         warnings=list(evaluation.warnings),
         records=evaluation.records,
         stages=None if evaluation.stages is None else dict(evaluation.stages),
+        divergent=_divergent(evaluation),
         queries=[],
     )
 
@@ -175,6 +184,8 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     """
     head = _to_file(evaluation).model_dump(mode="json")
     del head["queries"]
+    if head["divergent"] is None:
+        del head["divergent"]  # no repeated query (or unknown): the file as before the field
     head_text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
     if not evaluation.queries:
         yield head_text[: -len("\n}")] + ',\n  "queries": []\n}\n'

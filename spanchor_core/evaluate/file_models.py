@@ -115,6 +115,9 @@ class EvaluationFile(_Model):
     """Records the run held; absent in older files."""
     stages: dict[str, NonNegativeInt] | None = None
     """Scored askings per recording stage; absent in older files (unknown)."""
+    divergent: list[str] | None = None
+    """Repeated queries whose askings scored differently; written when the evaluation repeats
+    some query (absent otherwise, and in older files: unknown where queries repeat)."""
     queries: list[QueryModel]
 
 

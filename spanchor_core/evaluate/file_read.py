@@ -40,6 +40,7 @@ from spanchor_core.evaluate.model import (
     LocatedResult,
     MappingStats,
     QueryEvaluation,
+    QueryTable,
     TraceSummary,
 )
 from spanchor_core.spans import DocSpan
@@ -147,7 +148,21 @@ def _evaluation_of(model: EvaluationFile, queries: Mapping[str, QueryEvaluation]
         warnings=tuple(model.warnings),
         records=model.records,
         stages=model.stages,
+        divergent=_divergent_of(model, queries),
     )
+
+
+def _divergent_of(
+    model: EvaluationFile, queries: Mapping[str, QueryEvaluation]
+) -> tuple[str, ...] | None:
+    """The file's ``divergent``; absent, none when no query repeats, else unknown."""
+    if model.divergent is not None:
+        return tuple(model.divergent)
+    if isinstance(queries, QueryTable):
+        repeated = bool(queries.repeated)
+    else:
+        repeated = any(query.repeated for query in queries.values())
+    return None if repeated else ()
 
 
 # ------------------------------------------------------------------------ the fast path

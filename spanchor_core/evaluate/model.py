@@ -383,6 +383,12 @@ class Evaluation(Mapping[str, QueryEvaluation]):
     order. A comparison refuses to trust two sides scored at different stages: a baseline
     recorded after a reranker and a candidate recorded before it measure different steps of
     the app (:mod:`spanchor_core.compare.trust`). None when unknown (older files, 0.x)."""
+    divergent: tuple[str, ...] | None = None
+    """The repeated queries (asked in several traces) whose askings did not all score the same,
+    in gold order: their mean is a mean of different retrievals. A comparison against a side
+    that asked them once cannot trust it (a second recording appended to a run file looks like
+    this); askings that agree are a deterministic retriever asked again. None when unknown
+    (older files, evaluations built from :class:`QueryEvaluation` objects)."""
     _aggregates: dict[str, MetricSummary] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -337,16 +337,20 @@ class _Lists:
 
 def _query_values(
     values: NDArray[np.float64], rows: Sequence[Sequence[int]]
-) -> NDArray[np.float64]:
+) -> tuple[NDArray[np.float64], list[int]]:
     """Each query's metric values: its list's row, or the mean of its traces' rows (each
     metric's ``math.fsum`` of the Python floats over their number, as a query's dict of
-    metrics always held)."""
+    metrics always held); and the queries whose traces' rows are not all equal."""
     matrix = values[[row[0] for row in rows]] if rows else values[:0]
+    divergent: list[int] = []
     for query, row in enumerate(rows):
         if len(row) > 1:
-            picked = values[list(row)].tolist()
-            matrix[query] = [math.fsum(column) / len(row) for column in zip(*picked, strict=True)]
-    return matrix
+            picked = values[list(row)]
+            if not (picked == picked[0]).all():
+                divergent.append(query)
+            columns = zip(*picked.tolist(), strict=True)
+            matrix[query] = [math.fsum(column) / len(row) for column in columns]
+    return matrix, divergent
 
 
 def _finish(
@@ -452,7 +456,7 @@ def _finish(
             traces,
         )
 
-    table.matrix = _query_values(lists.score(plan, overlap), query_rows)
+    table.matrix, divergent = _query_values(lists.score(plan, overlap), query_rows)
     del query_rows, lists
     queries = QueryTable(
         table.ids, table.metric_names, table.matrix, table, table.repeated(), table.merged()
@@ -495,4 +499,5 @@ def _finish(
         warnings=tuple(warnings),
         records=collector.records,
         stages={name: stages[name] for name in sorted(stages, key=STAGES.index)},
+        divergent=tuple(table.ids[query] for query in divergent),
     )

@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from spanchor_core import ExitCode, RunRecorder, compare, evaluate, read_run
+from spanchor_core import Evaluation, ExitCode, RunRecorder, compare, evaluate, read_run
 from spanchor_langchain import (
     ScoredVectorStoreRetriever,
     SpanchorCallbackHandler,
@@ -408,34 +408,43 @@ def test_pending_retrievals_of_a_finished_chain_do_not_accumulate(tmp_path: Path
 
 def test_a_run_file_the_handler_appended_to_twice_is_never_a_pass(tmp_path: Path) -> None:
     """The handler appends by default, as LangChain's ``FileCallbackHandler`` does: recording
-    today's chain into yesterday's file leaves both recordings in it, each question asked in
-    two traces. Against a baseline recorded once, the gate refuses the comparison (exit 3)
-    instead of averaging a day of another configuration into the candidate's scores."""
+    today's chain (k=1) into yesterday's file (k=2) leaves both recordings in it, each question
+    asked in two traces. Against a baseline recorded once, the comparison is refused (exit 3)
+    instead of averaging a day of another configuration into the candidate's scores; the same
+    chain recorded twice (a re-run) asks alike and only warns."""
     corpus = garden_corpus()
     gold = garden_gold(corpus)
-    questions = [(qid, query.question) for qid, query in gold.items()]
-    retriever = ScoredVectorStoreRetriever(vectorstore=vector_store(corpus), search_kwargs={"k": 2})
+    store = vector_store(corpus)
 
-    def record(path: Path, *, mode: Literal["w", "a"] = "a") -> None:
+    def record(path: Path, k: int, *, mode: Literal["w", "a"] = "a") -> Evaluation:
+        retriever = ScoredVectorStoreRetriever(vectorstore=store, search_kwargs={"k": k})
         with SpanchorCallbackHandler(path, corpus=corpus, mode=mode) as handler:
-            for qid, question in questions:
+            for qid, query in gold.items():
                 rag_chain(retriever).invoke(
-                    {"question": question},
+                    {"question": query.question},
                     config={"callbacks": [handler], "metadata": {"spanchor_query_id": qid}},
                 )
+        return evaluate(corpus, gold, read_run(path), k=[2])
 
-    record(tmp_path / "baseline.jsonl")
-    record(tmp_path / "candidate.jsonl")  # yesterday's recording, left where it was
-    record(tmp_path / "candidate.jsonl")  # today's, appended
-    baseline = evaluate(corpus, gold, read_run(tmp_path / "baseline.jsonl"), k=[2])
-    candidate = evaluate(corpus, gold, read_run(tmp_path / "candidate.jsonl"), k=[2])
-    assert len(read_run(tmp_path / "candidate.jsonl").records) == 2 * len(questions)
-    assert candidate.repeated == tuple(gold)
-    comparison = compare(baseline, candidate)
+    baseline = record(tmp_path / "baseline.jsonl", 2)
+    record(tmp_path / "candidate.jsonl", 2)  # yesterday's recording, left where it was
+    appended = record(tmp_path / "candidate.jsonl", 1)  # today's, appended to it
+    assert len(read_run(tmp_path / "candidate.jsonl").records) == 2 * len(gold)
+    assert appended.repeated == tuple(gold)
+    comparison = compare(baseline, appended)
     assert comparison.exit_code == ExitCode.UNTRUSTED
     (finding,) = [f for f in comparison.findings if f.code == "unmatched_askings"]
-    assert finding.query_ids == tuple(sorted(gold))
-    # recorded afresh (mode="w"), the same chain compares and passes
-    record(tmp_path / "candidate.jsonl", mode="w")
-    fresh = evaluate(corpus, gold, read_run(tmp_path / "candidate.jsonl"), k=[2])
-    assert compare(baseline, fresh).exit_code == ExitCode.PASS
+    assert finding.query_ids
+    assert set(finding.query_ids) == set(appended.divergent or ())
+    # they are exactly the questions today's chain alone scores otherwise than yesterday's
+    alone = record(tmp_path / "today.jsonl", 1, mode="w")
+    changed = {qid for qid in gold if dict(alone[qid]) != dict(baseline[qid])}
+    assert changed == set(finding.query_ids)
+    # the same chain recorded again into the file: askings agree, a warning, a PASS
+    record(tmp_path / "rerun.jsonl", 2)
+    rerun = record(tmp_path / "rerun.jsonl", 2)
+    assert rerun.repeated == tuple(gold)
+    assert rerun.divergent == ()
+    comparison = compare(baseline, rerun)
+    assert comparison.exit_code == ExitCode.PASS
+    assert any(f.code == "repeated_queries" for f in comparison.findings)
