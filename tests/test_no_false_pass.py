@@ -230,7 +230,9 @@ def test_askings_with_trace_ids_that_only_one_side_repeats_are_untrusted(
     ]
     code, lines = _gate(capsys, BASE, _write(tmp_path / "rerun.jsonl", again))
     assert code == 0
-    assert any(line.startswith("warning: the candidate run asked 57 of 57") for line in lines)
+    warning = next(line for line in lines if line.startswith("warning: the candidate run asked"))
+    assert "57 of 57" in warning
+    assert "record each into a fresh file (mode='w')" in warning
 
 
 def test_evaluation_files_keep_which_askings_disagreed(

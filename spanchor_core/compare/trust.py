@@ -168,14 +168,22 @@ def trust_findings(
     findings.extend(_emptied_findings(side, table, policy, flaky, total - len(missing)))
     repeated = tuple(getattr(table, "repeated", ()))
     if repeated:
+        if _repeats(table)[1]:
+            advice = (
+                "if these are several retrievals of one asking, record them with trace ids "
+                "(the integrations do) or pick one with --group"
+            )
+        else:  # every asking has a trace id of its own: several askings, or several files
+            advice = (
+                "if the run file holds several recordings, record each into a fresh file (mode='w')"
+            )
         findings.append(
             Finding(
                 "warning",
                 "repeated_queries",
                 f"the {side} run asked {len(repeated)} of {total} gold queries in more than "
                 f"one trace ({_listed(repeated)}): each is scored as the mean of its askings; "
-                "if these are several retrievals of one asking, record them with trace ids "
-                "(the integrations do) or pick one with --group",
+                + advice,
                 query_ids=repeated,
             )
         )
