@@ -144,3 +144,17 @@ def test_evaluate_prints_its_table_without_the_comparison_renderers(tmp_path: Pa
         "spanchor_core.render.markdown",
     }
     assert unused.isdisjoint(loaded), unused & loaded
+
+
+def test_a_clean_quiet_evaluate_loads_no_rich(tmp_path: Path) -> None:
+    # -q with nothing to warn about prints nothing: no console is built, so rich is not loaded
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "docs", "gold.jsonl", "runs/baseline.jsonl", "-q", "-o", str(out)]
+    loaded = _loaded_after(
+        "import os; os.chdir('examples/quickstart')\n"
+        "    from spanchor_core.cli import main\n"
+        f"    with contextlib.suppress(SystemExit): main({args!r})"
+    )
+    assert out.exists()
+    assert "spanchor_core.pipeline.evaluation" in loaded
+    assert _third_party(loaded, ("rich",)) == set()

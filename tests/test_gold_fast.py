@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spanchor_core.gold import file as gold_file
+from spanchor_core.gold import model as gold_model
 from spanchor_core.gold import read_gold
 
 HASH = "ab" * 32
@@ -81,3 +84,31 @@ def test_plain_path_equals_the_model_path(tmp_path: Path, monkeypatch: pytest.Mo
 )
 def test_anything_unusual_is_left_to_the_model(line: dict[str, Any]) -> None:
     assert gold_file._plain_query(line, 2) is None
+
+
+_texts = st.text(st.characters(codec="utf-8") | st.sampled_from('"\\\x00\x1f\x7f\u2028é€😀'))
+_anchors = st.builds(
+    gold_model.Anchor,
+    _texts,
+    st.integers(0, 10**12),
+    st.integers(-5, 10**18),
+    st.sampled_from([HASH, "cd" * 32, "not hex é"]),
+)
+_queries = st.builds(
+    gold_model.GoldQuery,
+    _texts,
+    _texts,
+    st.lists(_anchors, max_size=4).map(tuple),
+    st.lists(_texts, max_size=2).map(tuple),
+    st.dictionaries(_texts, st.integers() | _texts | st.none(), max_size=2),
+)
+
+
+@given(_queries)
+@settings(max_examples=300, deadline=None)
+def test_the_hashed_line_is_the_canonical_json_of_the_query(query: gold_model.GoldQuery) -> None:
+    # the gold-set hash must not change: its line is json.dumps's canonical text, byte for byte
+    expected = json.dumps(
+        gold_model.query_to_json(query), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    assert gold_model._canonical_line(query) == expected

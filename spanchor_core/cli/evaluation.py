@@ -9,6 +9,7 @@ modules it never uses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -185,9 +186,9 @@ def evaluate(
             jobs=local,
         )
     evaluation = outcome.evaluation
-    err = err_console()
+    err = functools.cache(err_console)  # rich imported for a line to print: not on a clean -q
     for warning in outcome.warnings:
-        err.print(f"warning: {escape_control(warning)}", markup=False)
+        err().print(f"warning: {escape_control(warning)}", markup=False)
     if output is not None:
         write_evaluation(evaluation, output, redact=redact)
     if report is not None:
@@ -205,9 +206,9 @@ def evaluate(
         if output is not None:
             console.print(f"wrote {output}", markup=False)
     for warning in evaluation.warnings:
-        err.print(f"warning: {escape_control(warning)}", markup=False)
+        err().print(f"warning: {escape_control(warning)}", markup=False)
     if outcome.unmapped_exceeded:
-        err.print(
+        err().print(
             f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "
             f"{max_unmapped_rate:.1%}: check that the run was made from these documents"
         )

@@ -320,6 +320,22 @@ class Collector:
         if self.progress is not None and self.batch_results is not None:
             self.progress("map", self.mapped, 0)
 
+    def mapping_done(self) -> None:
+        """Nothing more is mapped for a while (the records read so far are all mapped): the
+        pages of a memory-mapped index are dropped from this process until a lookup needs
+        them again (:func:`~spanchor_core.index_store.release_index_pages`), so that they do
+        not count in the resident memory of what follows — scoring, another part's answer."""
+        locator = self.locator
+        # only a locator that maps here: one that maps elsewhere (Ray actors, a pool's workers)
+        # holds no such pages, and may set itself up on being asked for its indexes
+        if locator is not None and (
+            type(locator) is Locator or getattr(locator, "fork_safe", False)
+        ):
+            # imported here: only a locator from the index cache has such pages
+            from spanchor_core.index_store import release_index_pages
+
+            release_index_pages(locator)
+
     def part(self) -> CollectedPart:
         """What this collector kept, for a collector that read the run before it
         (:meth:`absorb`); every record's results are mapped first."""

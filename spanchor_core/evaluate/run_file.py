@@ -30,7 +30,7 @@ def evaluate_file(
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
-    batch_results: int = 10_000,
+    batch_results: int = 5_000,
     group: GroupRule | str = "auto",
     jobs: int | None = None,
 ) -> Evaluation:

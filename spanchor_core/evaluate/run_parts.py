@@ -89,6 +89,7 @@ def collect_in_parts(
             children.append(Forked(functools.partial(_child_part, collector, stream, start, stop)))
         start, stop = ranges[0]
         _read_part(collector, stream, start, stop, progress)
+        collector.mapping_done()  # the index's pages out while the children's answers come in
         for (start, stop), child in zip(ranges[1:], children, strict=True):
             answer = child.result()
             if answer is None:  # the child gave nothing: its part is read here, in its turn

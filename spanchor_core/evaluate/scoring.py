@@ -128,7 +128,7 @@ def evaluate_stream(
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     locator: Locator | None = None,
     progress: ProgressCallback | None = None,
-    batch_results: int = 10_000,
+    batch_results: int = 5_000,
     group: GroupRule | str = "auto",
     jobs: int | None = None,
 ) -> Evaluation:
@@ -240,6 +240,7 @@ def _evaluate_records(
             if count % _READ_EVERY == 0:
                 progress("read", source.bytes_read, source.bytes_total)
     collector.flush()
+    collector.mapping_done()
     if progress is not None:
         if not isinstance(source, Run):
             progress("read", source.bytes_total, source.bytes_total)

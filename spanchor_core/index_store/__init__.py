@@ -16,6 +16,7 @@ from spanchor_core.index_store.store import (
     load_indexes,
     persistent_locator,
     pipeline_locator,
+    release_index_pages,
     store_indexes,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "load_indexes",
     "persistent_locator",
     "pipeline_locator",
+    "release_index_pages",
     "store_indexes",
 ]

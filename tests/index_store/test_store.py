@@ -18,6 +18,7 @@ from spanchor_core.index_store import (
     index_entries,
     load_indexes,
     persistent_locator,
+    release_index_pages,
 )
 from spanchor_core.index_store.store import STORE_FORMAT
 from spanchor_core.locate import LocateRequest, Locator
@@ -150,3 +151,73 @@ def test_evaluate_reads_a_jsonl_corpus(tmp_path: Path, suffix: str) -> None:
         data.pop("created_at", None)
         outputs.append(data)
     assert outputs[0] == outputs[1]
+
+
+def _resident_kib(path: Path) -> int | None:
+    """Resident KiB of this process's mappings of ``path`` (None: not mapped at all)."""
+    total, found, inside = 0, False, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+            inside = fields[-1] == str(path)
+            found = found or inside
+        elif inside and fields[:1] == ["Rss:"]:
+            total += int(fields[1])
+    return total if found else None
+
+
+def _big_corpus() -> Corpus:
+    # a few hundred kB, so that the index files span many pages
+    words = [f"w{(i * 7919) % 5003}" for i in range(60_000)]
+    return Corpus.from_texts({f"d{d}": " ".join(words[d::4]) for d in range(4)})
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux's smaps")
+def test_released_index_pages_leave_the_process_not_the_answers(tmp_path: Path) -> None:
+    corpus = _big_corpus()
+    requests = _requests(corpus)
+    expected = Locator(corpus).locate_many(requests)
+    persistent_locator(corpus, tmp_path)
+    cached = persistent_locator(corpus, tmp_path)
+    [entry] = index_entries(tmp_path)
+    exact_file = (entry.path / "exact.npy").resolve()
+    assert cached.locate_many(requests) == expected
+    before = _resident_kib(exact_file)
+    assert before is not None
+    assert before > 0
+    assert release_index_pages(cached) == 1 + 1 + 4  # exact, normalised and its four arrays
+    assert _resident_kib(exact_file) == 0
+    assert cached.locate_many(requests) == expected  # faulted in again from the file
+    assert (_resident_kib(exact_file) or 0) > 0
+
+
+def test_an_index_built_in_memory_is_left_alone() -> None:
+    corpus = _big_corpus()
+    locator = Locator(corpus)
+    assert release_index_pages(locator) == 0  # nothing built yet
+    locator.build_index(normalised=True)
+    assert release_index_pages(locator) == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux's smaps")
+def test_evaluate_file_gives_the_index_pages_back_after_mapping(tmp_path: Path) -> None:
+    from spanchor_core.evaluate import evaluate_file
+    from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+    from spanchor_core.runs import RetrievedResult, RunRecorder
+
+    corpus = _big_corpus()
+    text = corpus.text("d1")
+    gold = GoldSet([GoldQuery("q1", "what", (Anchor.from_span(corpus, "d1", 100, 400),))])
+    run = tmp_path / "run.jsonl"
+    with RunRecorder(run) as recorder:
+        pieces = [text[90 + 50 * i : 500 + 50 * i] for i in range(8)]
+        results = [RetrievedResult(text=piece, rank=i + 1) for i, piece in enumerate(pieces)]
+        recorder.record("what", results, query_id="q1")
+    persistent_locator(corpus, tmp_path / "cache")
+    cached = persistent_locator(corpus, tmp_path / "cache")
+    [entry] = index_entries(tmp_path / "cache")
+    exact_file = (entry.path / "exact.npy").resolve()
+    plain = evaluate_file(corpus, gold, run, jobs=1)
+    evaluation = evaluate_file(corpus, gold, run, locator=cached, jobs=1)
+    assert evaluation.queries == plain.queries
+    assert _resident_kib(exact_file) == 0
