@@ -18,6 +18,14 @@ meets bad input in its part gives no answer, and this process reads that part it
 its turn comes, so an error in the run file is raised by this process, at its ``path:line``
 of the whole file, and only once every part before it was read without one — the first error
 in file order, as one process reports it.
+
+A spanchor 0.x ``{query_id: [results]}`` object is cut at candidate member boundaries, found
+by a byte pattern that strings and nested values may hold too: this process proves a cut by
+reading its own part up to it, a child's part is taken only when its reading ended at the
+next cut (or the object's end) and none of its query ids came before; at a cut that does not
+hold, this process reads on to the end of the file itself and the children are given up
+on, so the answer is still the one process's (see :meth:`~spanchor_core.runs.RunStream.
+part_fields`).
 """
 
 from __future__ import annotations
@@ -91,15 +99,19 @@ def collect_in_parts(
         _read_part(collector, stream, start, stop, progress)
         collector.mapping_done()  # the index's pages out while the children's answers come in
         for (start, stop), child in zip(ranges[1:], children, strict=True):
+            if stream.bytes_read > start:
+                break  # reading went on past the cut (a 0.x object's did not hold): all read
             answer = child.result()
-            if answer is None:  # the child gave nothing: its part is read here, in its turn
+            if answer is None or not stream.take_part(answer[0][3]):
+                # the child gave nothing (or a part that does not follow the parts before):
+                # its part is read here, in its turn
                 _read_part(collector, stream, start, stop, None)
             else:
-                part, records, warnings = answer[0]
+                part, records, warnings, _ = answer[0]
                 collector.absorb(part)
                 stream.records_read += records
                 stream.warnings.extend(warnings)
-            stream.bytes_read = stop
+            stream.bytes_read = max(stream.bytes_read, stop)
     finally:
         for child in children:
             child.close()
@@ -127,8 +139,8 @@ def _read_part(
     collector.flush()
 
 
-_Answer = tuple[CollectedPart, int, list[str]]
-"""A child's part, the records it read and their warnings."""
+_Answer = tuple[CollectedPart, int, list[str], frozenset[str] | None]
+"""A child's part, the records it read, their warnings and (a 0.x object) their query ids."""
 
 
 def _child_part(collector: Collector, stream: RunStream, start: int, stop: int) -> _Answer:
@@ -142,6 +154,6 @@ def _child_part(collector: Collector, stream: RunStream, start: int, stop: int) 
     collector.progress = None
     stream.records_read = 0
     stream.warnings = []
-    for fields in stream.part_fields(start, stop):
+    for fields in stream.part_fields(start, stop, alone=True):
         collector.add(fields)
-    return collector.part(), stream.records_read, stream.warnings
+    return collector.part(), stream.records_read, stream.warnings, stream.part_keys()

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import itertools
 import json
 import json.decoder
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar
 
 from spanchor_core._io import (
     BOM,
@@ -54,10 +56,13 @@ from spanchor_core.runs.results import (
 )
 
 __all__ = [
+    "PartRefused",
     "header_0x",
     "iter_0x_fields",
     "iter_0x_object",
+    "iter_0x_part",
     "looks_like_0x_record",
+    "object_cuts",
     "read_0x_document",
     "read_0x_record_line",
     "streams_as_0x_object",
@@ -234,44 +239,78 @@ class _Unusual(Exception):
 
 
 def _members(
-    path: Path, refused: frozenset[str] = _NOT_QUERIES, read: list[int] | None = None
+    path: Path,
+    refused: frozenset[str] = _NOT_QUERIES,
+    read: list[int] | None = None,
+    part: tuple[int, int | None] | None = None,
+    seen: set[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """The members of a JSON object file, ``(key, parsed value)`` one at a time, the file read
     a megabyte at a time. Parsed as :func:`loads_strict` parses 0.x files (``allow_nan``,
     duplicate keys refused, nested ones included); raises :class:`_Unusual` at anything it
     would refuse, at a key in ``refused``, or at a file that is not an object, so that the
     caller reads the file whole instead and the error is worded exactly as before.
-    ``read[0]``, when given, follows the bytes read from the file so far."""
+    ``read[0]``, when given, follows the bytes read from the file so far.
+
+    ``part`` ``(start, stop)`` reads only the members between two cuts of
+    :func:`object_cuts`: from the file's start (``start`` 0) or from a cut (the ``,`` of the
+    next member follows), up to the cut ``stop`` (``None``: on to the closing ``}`` and the
+    end of the file). It ends without error only where the parse of the bytes read ends
+    exactly after a member's value at ``stop``, so a cut that is not a member boundary of the
+    whole object (inside a string, inside a nested value) raises :class:`_Unusual`. ``seen``
+    holds the keys met before (added to as members are read): a key met again is unusual.
+    """
     decode = codecs.getincrementaldecoder("utf-8")().decode
     # the decoder's own scanner and string reader (set by json, not in its type stubs)
     scan: Callable[[str, int], tuple[Any, int]] = getattr(LENIENT_DECODER, "scan_once")  # noqa: B009
     scanstring: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009
+    start, stop = (0, None) if part is None else part
+    left = -1 if stop is None else stop - start  # bytes of the part still to read (-1: all)
+
+    def more(handle: BinaryIO) -> bytes:
+        nonlocal left
+        if left < 0:
+            return handle.read(_CHUNK)
+        raw = handle.read(min(_CHUNK, left))
+        left = left - len(raw) if raw else 0  # a file cut short: ends early, checked below
+        return raw
+
     with open_for_reading(path, error=RunError, what="run file") as handle:
-        raw = handle.read(_CHUNK)
-        buffer = decode(raw[3:] if raw.startswith(BOM) else raw)
-        done = not raw
+        if start:
+            handle.seek(start)
+        raw = more(handle)
+        done = not raw or left == 0
+        buffer = decode(raw[3:] if raw.startswith(BOM) and not start else raw, final=done)
         if read is not None:
-            read[0] = len(raw)
+            read[0] = start + len(raw)
         at = len(buffer) - len(buffer.lstrip(_SPACE))
-        if buffer[at : at + 1] != "{":
-            raise _Unusual
-        at += 1
-        seen: set[str] = set()
-        first = True
+        first = not start
+        if first:
+            if buffer[at : at + 1] != "{":
+                raise _Unusual
+            at += 1
+        if seen is None:
+            seen = set()
+        count = 0
+        value: Any = None
         while True:
             # a member needs at least its key, colon and value in the buffer: top it up first
             while not done and len(buffer) - at < _CHUNK:
-                raw = handle.read(_CHUNK)
-                done = not raw
+                raw = more(handle)
+                done = not raw or left == 0
                 buffer = buffer[at:] + decode(raw, final=done)
                 at = 0
                 if read is not None:
                     read[0] += len(raw)
             while at < len(buffer) and buffer[at] in _SPACE:
                 at += 1
+            if stop is not None and at == len(buffer) and done:
+                if count and type(value) is list and handle.tell() == stop:
+                    return  # the part's end, right after a member's list: a member boundary
+                raise _Unusual
             if buffer.startswith("}", at):
-                if buffer[at + 1 :].strip(_SPACE) or not done:
-                    raise _Unusual  # something after the object
+                if buffer[at + 1 :].strip(_SPACE) or not done or stop is not None:
+                    raise _Unusual  # something after the object, or a part that closes it
                 return
             if not first:
                 if not buffer.startswith(",", at):
@@ -297,6 +336,7 @@ def _members(
                 raise _Unusual
             seen.add(key)
             first = False
+            count += 1
             yield key, value
 
 
@@ -388,6 +428,79 @@ def _iter_object(
         read[0] = path.stat().st_size
     for record in run.records[count:]:
         yield convert(record)
+
+
+class PartRefused(Exception):
+    """A part of a 0.x object that a process reading it alone may not answer for (see
+    :func:`iter_0x_part`): the process that read the parts before reads it instead."""
+
+
+_CUT: Final = re.compile(rb'\][ \t\n\r]*,[ \t\n\r]*"')
+"""Where a member of a ``{query_id: [results]}`` object may end and the next begin: a ``]``,
+then the ``,`` and the ``"`` of the next key (JSON white space between). Also found inside
+strings and nested values: a candidate only, proved or refused by reading up to it."""
+_CUT_WINDOW: Final = 4 << 20
+"""Bytes searched for a candidate cut from each place aimed at."""
+
+
+def object_cuts(path: Path, parts: int, size: int) -> list[int]:
+    """Candidate cuts of a 0.x ``{query_id: [results]}`` file of ``size`` bytes into up to
+    ``parts`` parts of about the same size, in file order: byte offsets just after a ``]``
+    that :data:`_CUT` finds at or after each ``size * i / parts``. None for a file starting
+    with a byte-order mark (read by one process, as it always was).
+
+    Candidates only: the text around a cut is not parsed here, and a cut may fall inside a
+    string or a nested value. :func:`iter_0x_part` proves each one, reading the part before
+    it, or refuses it."""
+    cuts: list[int] = []
+    with open_for_reading(path, error=RunError, what="run file") as handle:
+        if handle.read(len(BOM)) == BOM:
+            return []
+        for part in range(1, parts):
+            aim = size * part // parts
+            handle.seek(aim)
+            found = _CUT.search(handle.read(_CUT_WINDOW))
+            if found is not None:
+                cut = aim + found.start() + 1
+                if (not cuts or cuts[-1] < cut) and cut < size:
+                    cuts.append(cut)
+    return cuts
+
+
+def iter_0x_part(
+    path: Path,
+    whole: Callable[[], Run],
+    part: tuple[int, int | None],
+    seen: set[str],
+    done: int,
+    read: list[int] | None = None,
+    alone: bool = False,
+) -> Iterator[RecordFields]:
+    """:func:`iter_0x_fields` of the members between two cuts of :func:`object_cuts`
+    (``part``: ``(start, stop)``, ``start`` 0 for the first part, ``stop`` ``None`` for the
+    last), ``seen`` the keys of the parts before (this part's are added).
+
+    The part is answered for only when reading it ends exactly at a member boundary at
+    ``stop`` (or at the object's end), with none of its keys met before and nothing the
+    member reader leaves to the whole reader; its records are then those of
+    :func:`iter_0x_fields` from record ``done`` on. At anything else a process reading the
+    part ``alone`` (a forked child) raises :class:`PartRefused`; the process that read the
+    ``done`` records before (its own parts and its children's, in file order) goes on with
+    :func:`iter_0x_fields` itself, the whole file from record ``done`` plus those yielded
+    here on, to the end of the file: what one process reading the file gives, its records
+    and its errors. ``read[0]`` then passes ``stop``."""
+    count = 0
+    try:
+        for query_id, items in _members(path, _STREAMED, read, part, seen):
+            built = _fields_of(query_id, items, path)
+            del items
+            count += 1
+            yield built
+        return
+    except (_Unusual, UnicodeDecodeError, RunError):
+        if alone:
+            raise PartRefused from None
+    yield from itertools.islice(iter_0x_fields(path, whole, read), done + count, None)
 
 
 def _same(record: RetrievalRecord) -> RetrievalRecord:

@@ -42,7 +42,9 @@ from spanchor_core.runs.legacy import (
     header_0x,
     iter_0x_fields,
     iter_0x_object,
+    iter_0x_part,
     looks_like_0x_record,
+    object_cuts,
     read_0x_document,
     read_0x_record_line,
     streams_as_0x_object,
@@ -304,6 +306,7 @@ class RunStream:
     """
 
     __slots__ = (
+        "_keys",
         "_layout",
         "bytes_read",
         "bytes_total",
@@ -318,6 +321,7 @@ class RunStream:
         self.path = Path(path)
         self.warnings: list[str] = []
         self.records_read = 0
+        self._keys: set[str] = set()  # a 0.x object's query ids, read so far in parts
         with _open(self.path) as handle:
             self._layout = _layout(handle, self.path, stream=True)
             self.bytes_total = os.fstat(handle.fileno()).st_size
@@ -393,14 +397,21 @@ class RunStream:
                     yield fields
 
     def record_ranges(self, parts: int) -> list[tuple[int, int]]:
-        """The record lines cut into up to ``parts`` byte ranges of about the same size, each
-        starting and ending at a line boundary, in file order: what :meth:`part_fields` reads
-        a part of the run from (to read the parts on several processes). Empty when the file
-        cannot be read in parts (not our one-record-a-line format: a 0.x file, or a document
-        read whole) or gives fewer than two."""
-        if self._layout.read_line is not _read_record_line_fast or parts < 2:
+        """The records cut into up to ``parts`` byte ranges of about the same size, in file
+        order: what :meth:`part_fields` reads a part of the run from (to read the parts on
+        several processes). Our one-record-a-line format is cut at line boundaries; a 0.x
+        ``{query_id: [results]}`` object at candidate member boundaries
+        (:func:`~spanchor_core.runs.legacy.object_cuts`), which reading the part before a
+        cut proves or refuses. Empty when the file cannot be read in parts (0.x JSONL or a
+        0.x list, a document read whole) or gives fewer than two."""
+        if parts < 2:
             return []
         first, total = self._layout.offset, self.bytes_total
+        if self._layout.members:
+            cuts = [0, *object_cuts(self.path, parts, total), total]
+            return list(itertools.pairwise(cuts)) if len(cuts) > 2 else []
+        if self._layout.read_line is not _read_record_line_fast:
+            return []
         cuts = [first]
         with _open(self.path) as handle:
             for part in range(1, parts):
@@ -410,12 +421,23 @@ class RunStream:
         cuts.append(total)
         return list(itertools.pairwise(cuts)) if len(cuts) > 2 else []
 
-    def part_fields(self, start: int, stop: int) -> Iterator[RecordFields]:
-        """:meth:`fields` of the record lines between byte ``start`` and ``stop`` (a range of
+    def part_fields(self, start: int, stop: int, alone: bool = False) -> Iterator[RecordFields]:
+        """:meth:`fields` of the records between byte ``start`` and ``stop`` (a range of
         :meth:`record_ranges`): the same records, values and errors (``path:line`` counted
         from the start of the file), adding to :attr:`records_read` and :attr:`warnings`. The
         last part (``stop`` the file's size when opened) is read to the end of the file, as
-        :meth:`fields` reads it, should the file have grown since."""
+        :meth:`fields` reads it, should the file have grown since.
+
+        A 0.x object's parts are read in file order, the first first (its cuts are proved
+        so): a part whose cut does not hold, or with anything unusual (a query id of an
+        earlier part, see :func:`~spanchor_core.runs.legacy.iter_0x_part`), is read on with
+        the rest of the file, what :meth:`fields` gives after the :attr:`records_read`
+        records before, and leaves :attr:`bytes_read` past ``stop``: every later part is
+        read then. ``alone`` (a process that has not read the parts before) raises
+        :class:`~spanchor_core.runs.legacy.PartRefused` there instead."""
+        if self._layout.members:
+            yield from self._object_part(start, stop, alone)
+            return
         number = self._layout.number
         if start > self._layout.offset:
             number += _newlines(self.path, self._layout.offset, start)
@@ -429,6 +451,36 @@ class RunStream:
                 if fields is not None:
                     self.records_read += 1
                     yield fields
+
+    def _object_part(self, start: int, stop: int, alone: bool) -> Iterator[RecordFields]:
+        if alone or not start:
+            self._keys = set()
+        read = [start]
+        part = (start, None if stop >= self.bytes_total else stop)
+        whole = functools.partial(read_run, self.path)
+        done = self.records_read
+        for fields in iter_0x_part(self.path, whole, part, self._keys, done, read, alone):
+            self.bytes_read = read[0]
+            self.records_read += 1
+            yield fields
+        self.bytes_read = read[0]
+
+    def part_keys(self) -> frozenset[str] | None:
+        """The query ids of the 0.x object part :meth:`part_fields` read last, for the process
+        that read the parts before (:meth:`take_part`); ``None`` for any other format."""
+        return frozenset(self._keys) if self._layout.members else None
+
+    def take_part(self, keys: frozenset[str] | None) -> bool:
+        """Whether a part read by another process (its :meth:`part_keys`) follows the parts
+        read so far: for a 0.x object, none of its query ids met before (a repeated id makes
+        the whole file one error, worded by one process: :meth:`part_fields` reads such a
+        part here). The ids are then counted as read."""
+        if keys is None or not self._layout.members:
+            return True
+        if not self._keys.isdisjoint(keys):
+            return False
+        self._keys.update(keys)
+        return True
 
     def __repr__(self) -> str:
         return f"RunStream({str(self.path)!r}, {self.source_format})"
