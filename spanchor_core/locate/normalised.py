@@ -15,7 +15,7 @@ from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.find import find_occurrences
 from spanchor_core.locate.model import Location, MatchStatus
-from spanchor_core.locate.resolve import Pending, choose
+from spanchor_core.locate.resolve import Pending, choose, placed_once
 from spanchor_core.locate.text import fold, normalise
 
 __all__ = ["normalised_occurrences", "normalised_stage"]
@@ -31,20 +31,18 @@ def normalised_occurrences(ctx: SearchContext, norms: list[str]) -> list[list[Oc
 
     def lookup(norms: list[str]) -> list[list[Occurrence] | None]:
         view = ctx.normalised_view()
-        hits = ctx.search.anchor_candidates(view.index, norms, view.starts, view.lengths)
-        out: list[list[Occurrence] | None] = []
-        for norm, cands in zip(norms, hits, strict=True):
-            if cands is None:
-                out.append(None)
-                continue
-            occ: list[Occurrence] = []
-            last = len(norm) - 1
-            for d, s in cands:
-                cs = view.to_canonical(texts[d], d, s)
-                ce = view.to_canonical(texts[d], d, s + last) + 1
-                if normalise(texts[d][cs:ce]) == norm:
-                    occ.append((d, cs, ce))
-            out.append(occ)
+        usable, (numbers, found, starts) = ctx.search.anchor_candidates(
+            view.index, norms, view.starts, view.lengths
+        )
+        out: list[list[Occurrence] | None] = [[] if ok else None for ok in usable]
+        to_canonical = view.to_canonical
+        for number, d, s in zip(numbers, found, starts, strict=True):
+            norm = norms[number]
+            source = texts[d]
+            cs = to_canonical(source, d, s)
+            ce = to_canonical(source, d, s + len(norm) - 1) + 1
+            if normalise(source[cs:ce]) == norm:
+                out[number].append((d, cs, ce))  # type: ignore[union-attr]
         return out
 
     return find_occurrences(ctx, norms, lookup, normalised=True)
@@ -55,19 +53,24 @@ def normalised_stage(
 ) -> list[Pending]:
     """Place every job whose normalised text occurs; return the others (``norm`` filled in)."""
     texts = ctx.documents.texts
+    ids = ctx.documents.ids
     for job in pending:
         job.norm = normalise(job.text)
     found = normalised_occurrences(ctx, [job.norm for job in pending])
     remaining: list[Pending] = []
+    status = MatchStatus.NORMALISED
     for job, occ in zip(pending, found, strict=True):
         if not occ:
             remaining.append(job)
             continue
-        loc = choose(ctx, job, occ, MatchStatus.NORMALISED, 1.0, "normalised text")
+        if len(occ) == 1 and job.named is None:  # choose's common case: made once, scored
+            doc, start, end = occ[0]
+            score = _score(job.text, texts[doc][start:end])
+            results[job.slot] = placed_once(ids[doc], job, start, end, status, score)
+            continue
+        loc = choose(ctx, job, occ, status, 1.0, "normalised text")
         chosen = texts[ctx.documents.number[loc.document_id or ""]][loc.start : loc.end]
-        # same letters; whitespace differences lower the score, and a normalised match
-        # stays below an exact one
-        score = min(_NORMALISED_CAP, fuzz.ratio(fold(job.text.strip()), fold(chosen)) / 100.0)
+        score = _score(job.text, chosen)
         # loc.confidence is 1.0, or 1 / n when nothing told n equally good places apart
         results[job.slot] = Location(
             loc.status,
@@ -81,3 +84,10 @@ def normalised_stage(
             loc.reason,
         )
     return remaining
+
+
+def _score(text: str, chosen: str) -> float:
+    """The confidence of a normalised match of ``text`` at the canonical ``chosen``: the same
+    letters, so whitespace differences lower the score; a normalised match stays below an
+    exact one. (A single place's confidence is this times 1.0, which is this.)"""
+    return min(_NORMALISED_CAP, fuzz.ratio(fold(text.strip()), fold(chosen)) / 100.0)

@@ -88,6 +88,7 @@ def prepare_batch(
     texts = documents.texts
     ids = documents.ids
     verified = MatchStatus.VERIFIED
+    new_span = tuple.__new__  # DocSpan(a, b, c) without its Python-level __new__
     for slot, request in enumerate(requests):
         if type(request) is not LocateRequest:
             outcome = prepare(documents, slot, request, prefer_cache)
@@ -120,10 +121,9 @@ def prepare_batch(
                         and source.startswith(text, hint_start)
                         and text.strip()
                     ):
-                        span = DocSpan(ids[doc], hint_start, stop)
-                        results[slot] = Location(
-                            verified, span.document_id, hint_start, stop, 1.0, (span,)
-                        )
+                        doc_id = ids[doc]
+                        span = new_span(DocSpan, (doc_id, hint_start, stop))
+                        results[slot] = Location(verified, doc_id, hint_start, stop, 1.0, (span,))
                         continue
                 job = Pending(slot, text, doc, named, hint_start, hint_end)
                 job.prefer = cached
