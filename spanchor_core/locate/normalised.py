@@ -65,12 +65,12 @@ def normalised_stage(
             continue
         if len(occ) == 1 and job.named is None:  # choose's common case: made once, scored
             doc, start, end = occ[0]
-            score = _score(job.text, texts[doc][start:end])
+            score = _score(job.text, texts[doc][start:end], len(job.norm))
             results[job.slot] = placed_once(ids[doc], job, start, end, status, score)
             continue
         loc = choose(ctx, job, occ, status, 1.0, "normalised text")
         chosen = texts[ctx.documents.number[loc.document_id or ""]][loc.start : loc.end]
-        score = _score(job.text, chosen)
+        score = _score(job.text, chosen, len(job.norm))
         # loc.confidence is 1.0, or 1 / n when nothing told n equally good places apart
         results[job.slot] = Location(
             loc.status,
@@ -86,8 +86,20 @@ def normalised_stage(
     return remaining
 
 
-def _score(text: str, chosen: str) -> float:
+def _score(text: str, chosen: str, letters: int) -> float:
     """The confidence of a normalised match of ``text`` at the canonical ``chosen``: the same
     letters, so whitespace differences lower the score; a normalised match stays below an
-    exact one. (A single place's confidence is this times 1.0, which is this.)"""
-    return min(_NORMALISED_CAP, fuzz.ratio(fold(text.strip()), fold(chosen)) / 100.0)
+    exact one. (A single place's confidence is this times 1.0, which is this.)
+
+    ``letters`` is the length of their common normalised text, a common subsequence of the
+    two: their ratio is at least ``200 letters / (len(a) + len(b))``, and a cutoff just under
+    that lets rapidfuzz bound its search. A ratio at or above its cutoff is the exact ratio,
+    the same float (rapidfuzz computes it the same way, only stops earlier below the cutoff);
+    one below it (0, which the bound rules out) is computed again without one.
+    """
+    a, b = fold(text.strip()), fold(chosen)
+    cutoff = max(0.0, 100.0 * (2 * letters - 1) / max(1, len(a) + len(b)))
+    ratio = fuzz.ratio(a, b, score_cutoff=cutoff)
+    if ratio < cutoff:
+        ratio = fuzz.ratio(a, b)
+    return min(_NORMALISED_CAP, ratio / 100.0)

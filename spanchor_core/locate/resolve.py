@@ -9,7 +9,7 @@ lowest ``(document, start)``) and says whether the location claimed was rejected
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Final
 
@@ -38,9 +38,11 @@ class Pending:
     named: str | None  # the document id as given
     hint_start: int | None
     hint_end: int | None
-    norm: str = ""
-    notes: list[str] = field(default_factory=list)
     prefer: tuple[Occurrence, ...] = ()  # the query's gold spans, in document numbers
+    norm: str = ""
+    # what happened on the way, for the reason; a tuple (most jobs have none): no list made
+    # and freed per job
+    notes: tuple[str, ...] = ()
 
 
 def _overlap(occ: Occurrence, prefer: tuple[Occurrence, ...]) -> int:
