@@ -61,8 +61,18 @@ def test_positional_and_keyword_construction_agree(
     hint_rejected: bool,
     reason: str | None,
 ) -> None:
-    values = (status, document_id, start, end, confidence, tuple(candidates))
-    values += (resolved_by, hint_rejected, reason)
+    spans = tuple(candidates)
+    values = (
+        status,
+        document_id,
+        start,
+        end,
+        confidence,
+        spans,
+        resolved_by,
+        hint_rejected,
+        reason,
+    )
     by_position = Location(*values)
     named: dict[str, Any] = dict(zip(_FIELDS, values, strict=True))
     by_name = Location(**named)
