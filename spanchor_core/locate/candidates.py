@@ -26,8 +26,8 @@ __all__ = ["Candidates", "MinimizerSearch"]
 _BATCH_CHARS: Final = 16_000  # code points per query batch: arrays stay under the mmap threshold
 _QUICK_COUNT: Final = 8  # a first-window minimizer this rare is used as is; else the rarest
 
-Candidates = tuple[list[int], list[int], list[int]]
-"""Places still to be confirmed, as three flat lists: text number, document number, local
+Candidates = tuple[I64, I64, I64]
+"""Places still to be confirmed, as three flat arrays: text number, document number, local
 start."""
 
 
@@ -77,12 +77,12 @@ class MinimizerSearch:
         """Candidate ``(doc, local start)`` for each text, via its first window's minimizer, or
         its rarest full-window one when that is frequent: whether each text could be looked
         up (false when every minimizer is too frequent to enumerate: the caller scans
-        instead), and the candidates of all the texts as flat lists (text number, document,
+        instead), and the candidates of all the texts as flat arrays (text number, document,
         local start), each text's in the order its minimizer's entries give them.
 
         Candidates still need confirming; ones that would cross a document end are dropped.
         ``starts`` and ``lengths`` place the documents in the text ``index`` was built over.
-        Flat lists, not a list per text: the callers confirm every candidate in one loop.
+        Flat arrays, not a list per text: the callers confirm every candidate in one loop.
         """
         usable = [False] * len(texts)
         full = np.array([len(t) for t in texts], dtype=np.int64)
@@ -102,12 +102,12 @@ class MinimizerSearch:
             for i, ok in zip(rest, found, strict=True):
                 usable[i] = ok
         if not parts:
-            return usable, ([], [], [])
+            empty = np.zeros(0, dtype=np.int64)
+            return usable, (empty, empty, empty)
         if len(parts) == 1:
-            where, docs, local = parts[0]
-        else:
-            where, docs, local = (np.concatenate(column) for column in zip(*parts, strict=True))
-        return usable, (where.tolist(), docs.tolist(), local.tolist())
+            return usable, parts[0]
+        where, docs, local = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return usable, (where, docs, local)
 
     def _by_first_window(
         self,

@@ -23,15 +23,14 @@ def exact_occurrences(ctx: SearchContext, texts: list[str]) -> list[list[Occurre
 
     def lookup(needles: list[str]) -> list[list[Occurrence] | None]:
         index = ctx.exact_index()
-        usable, (numbers, found, starts) = ctx.search.anchor_candidates(
-            index, needles, docs.starts, docs.lengths
-        )
+        usable, places = ctx.search.anchor_candidates(index, needles, docs.starts, docs.lengths)
+        numbers, found, starts = (column.tolist() for column in places)
         out: list[list[Occurrence] | None] = [[] if ok else None for ok in usable]
         # every candidate of every text confirmed by one C-level pass of str.startswith
         sources = map(docs.texts.__getitem__, found)
         same = map(str.startswith, sources, map(needles.__getitem__, numbers), starts)
         for number, d, s in compress(zip(numbers, found, starts, strict=True), same):
-            out[number].append((d, s, s + len(needles[number])))  # type: ignore[union-attr]
+            out[number].append((d, s, s + len(needles[number])))
         return out
 
     return find_occurrences(ctx, texts, lookup, normalised=False)
