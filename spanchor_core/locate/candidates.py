@@ -26,8 +26,9 @@ __all__ = ["Candidates", "MinimizerSearch"]
 _BATCH_CHARS: Final = 16_000  # code points per query batch: arrays stay under the mmap threshold
 _QUICK_COUNT: Final = 8  # a first-window minimizer this rare is used as is; else the rarest
 
-Candidates = list[tuple[int, int]]
-"""``(document number, local start)`` pairs still to be confirmed."""
+Candidates = tuple[I64, I64, I64]
+"""Places still to be confirmed, as three flat arrays: text number, document number, local
+start."""
 
 
 class MinimizerSearch:
@@ -72,28 +73,41 @@ class MinimizerSearch:
         texts: list[str],
         starts: I64,
         lengths: I64,
-    ) -> list[Candidates | None]:
+    ) -> tuple[list[bool], Candidates]:
         """Candidate ``(doc, local start)`` for each text, via its first window's minimizer, or
-        its rarest full-window one when that is frequent.
+        its rarest full-window one when that is frequent: whether each text could be looked
+        up (false when every minimizer is too frequent to enumerate: the caller scans
+        instead), and the candidates of all the texts as flat arrays (text number, document,
+        local start), each text's in the order its minimizer's entries give them.
 
-        ``None`` when every minimizer is too frequent to enumerate (caller scans instead).
         Candidates still need confirming; ones that would cross a document end are dropped.
         ``starts`` and ``lengths`` place the documents in the text ``index`` was built over.
+        Flat arrays, not a list per text: the callers confirm every candidate in one loop.
         """
-        out: list[Candidates | None] = [None] * len(texts)
+        usable = [False] * len(texts)
         full = np.array([len(t) for t in texts], dtype=np.int64)
+        parts: list[tuple[I64, I64, I64]] = []
         # any full-window minimizer finds every occurrence, and verification makes the result
         # the same whichever one is used: most texts are settled by their first window's
-        rest = self._by_first_window(index, texts, full, starts, lengths, out)
+        rest = self._by_first_window(index, texts, full, starts, lengths, usable, parts)
         if len(rest) == len(texts):
-            self._by_rarest(index, texts, full, starts, lengths, out)
+            self._by_rarest(index, texts, full, starts, lengths, usable, parts)
         elif len(rest):
             picked = [texts[i] for i in rest]
-            found: list[Candidates | None] = [None] * len(picked)
-            self._by_rarest(index, picked, full[rest], starts, lengths, found)
-            for i, hits in zip(rest, found, strict=True):
-                out[i] = hits
-        return out
+            found = [False] * len(picked)
+            more: list[tuple[I64, I64, I64]] = []
+            self._by_rarest(index, picked, full[rest], starts, lengths, found, more)
+            numbers = np.array(rest, dtype=np.int64)
+            parts += [(numbers[where], docs, local) for where, docs, local in more]
+            for i, ok in zip(rest, found, strict=True):
+                usable[i] = ok
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return usable, (empty, empty, empty)
+        if len(parts) == 1:
+            return usable, parts[0]
+        where, docs, local = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return usable, (where, docs, local)
 
     def _by_first_window(
         self,
@@ -102,10 +116,12 @@ class MinimizerSearch:
         full: I64,
         starts: I64,
         lengths: I64,
-        out: list[Candidates | None],
+        usable: list[bool],
+        parts: list[tuple[I64, I64, I64]],
     ) -> list[int]:
-        """Fill ``out`` for the texts whose first window's minimizer is rare (at most
-        ``_QUICK_COUNT`` entries); return the numbers of the others."""
+        """Mark usable the texts whose first window's minimizer is rare (at most
+        ``_QUICK_COUNT`` entries) and add their candidates to ``parts``; return the numbers of
+        the others."""
         k, w = self.settings.kgram, self.settings.window
         width = k + w - 1  # every text here is at least this long
         rows_per_batch = max(1, _BATCH_CHARS // width)
@@ -122,17 +138,11 @@ class MinimizerSearch:
         quick = count <= min(_QUICK_COUNT, self.settings.max_occurrences)
         settled = np.flatnonzero(quick)
         for slot in settled.tolist():
-            out[slot] = []
-        self._place(
-            index,
-            first[settled],
-            count[settled],
-            settled,
-            offs[settled],
-            full,
-            starts,
-            lengths,
-            out,
+            usable[slot] = True
+        parts.append(
+            self._place(
+                index, first[settled], count[settled], settled, offs[settled], full, starts, lengths
+            )
         )
         return np.flatnonzero(~quick).tolist()
 
@@ -146,11 +156,10 @@ class MinimizerSearch:
         full: I64,
         starts: I64,
         lengths: I64,
-        out: list[Candidates | None],
-    ) -> None:
-        """Append to ``out[slot]`` the ``(doc, local start)`` that entries ``first .. first +
-        count`` of the minimizer at offset ``offs`` of text ``slot`` point at, in order; ones
-        that would cross a document end are dropped."""
+    ) -> tuple[I64, I64, I64]:
+        """The ``(text, doc, local start)`` that entries ``first .. first + count`` of the
+        minimizer at offset ``offs`` of text ``slot`` point at, in order; ones that would cross
+        a document end are dropped."""
         pos, owner = index.positions(first, count)
         where = slots[owner]
         pos -= offs[owner]
@@ -158,12 +167,7 @@ class MinimizerSearch:
         docs = np.maximum(np.searchsorted(starts, pos, side="right") - 1, 0)
         local = pos - starts[docs]
         ok = (local >= 0) & (local + need <= lengths[docs])
-        for slot, d, s in zip(
-            where[ok].tolist(), docs[ok].tolist(), local[ok].tolist(), strict=True
-        ):
-            hits = out[slot]
-            if hits is not None:
-                hits.append((d, s))
+        return where[ok], docs[ok], local[ok]
 
     def _by_rarest(
         self,
@@ -172,25 +176,29 @@ class MinimizerSearch:
         full: I64,
         starts: I64,
         lengths: I64,
-        out: list[Candidates | None],
+        usable: list[bool],
+        parts: list[tuple[I64, I64, I64]],
     ) -> None:
-        """Fill ``out`` through each text's rarest usable minimizer of its first
-        ``anchor_prefix`` characters (``None``: none is usable)."""
+        """Add to ``parts`` the candidates through each text's rarest usable minimizer of its
+        first ``anchor_prefix`` characters, and mark those texts usable (the others have
+        none that is)."""
         max_occurrences = self.settings.max_occurrences
         for lo_row, rows, offs, keys in self.batched_minimizers(texts, self.settings.anchor_prefix):
             first, count = index.lookup(keys)
-            usable = count <= max_occurrences
+            good = count <= max_occurrences
             # the rarest usable minimizer of each text (ties: leftmost) finds every occurrence
-            rank = np.where(usable, count, np.iinfo(np.int64).max)
+            rank = np.where(good, count, np.iinfo(np.int64).max)
             order = np.lexsort((offs, rank, rows))
             _, head = np.unique(rows[order], return_index=True)
             best = order[head]
-            best = best[usable[best]]
+            best = best[good[best]]
             slots = lo_row + rows[best]
             for slot in slots.tolist():
-                out[slot] = []
-            self._place(
-                index, first[best], count[best], slots, offs[best], full, starts, lengths, out
+                usable[slot] = True
+            parts.append(
+                self._place(
+                    index, first[best], count[best], slots, offs[best], full, starts, lengths
+                )
             )
 
 

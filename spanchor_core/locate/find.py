@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
@@ -51,9 +51,15 @@ def find_occurrences(
     shortest = ctx.settings.min_indexed_length
     found: dict[int, list[Occurrence]] = {}
     short = [i for i, needle in enumerate(needles) if len(needle) < shortest]
-    indexed = [i for i, needle in enumerate(needles) if len(needle) >= shortest]
     frequent: list[int] = []
-    if indexed:
+    if not short:  # the common case: every needle goes to the index
+        answers = lookup(needles)
+        frequent = [i for i, occ in enumerate(answers) if occ is None]
+        if not frequent:
+            return cast("list[list[Occurrence]]", answers)  # no None among them
+        found = {i: occ for i, occ in enumerate(answers) if occ is not None}
+    else:
+        indexed = [i for i, needle in enumerate(needles) if len(needle) >= shortest]
         for i, occ in zip(indexed, lookup([needles[i] for i in indexed]), strict=True):
             if occ is None:
                 frequent.append(i)

@@ -36,7 +36,7 @@ class MatchStatus(StrEnum):
     """An explicit span that cannot exist (unknown document, out of bounds, inverted)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Location:
     """Where one retrieved result lies in the corpus, and how sure we are.
 
@@ -59,6 +59,31 @@ class Location:
     hint_rejected: bool = False
     reason: str | None = None
 
+    def __init__(
+        self,
+        status: MatchStatus,
+        document_id: str | None,
+        start: int | None,
+        end: int | None,
+        confidence: float,
+        candidates: tuple[DocSpan, ...] = (),
+        resolved_by: str | None = None,
+        hint_rejected: bool = False,
+        reason: str | None = None,
+    ) -> None:
+        # the dataclass's own __init__ of a frozen class sets each field through
+        # ``object.__setattr__`` (a lookup and a call per field); the slots' descriptors,
+        # called directly, make a location in half the time (one or more per mapped result)
+        _SET_STATUS(self, status)
+        _SET_DOCUMENT_ID(self, document_id)
+        _SET_START(self, start)
+        _SET_END(self, end)
+        _SET_CONFIDENCE(self, confidence)
+        _SET_CANDIDATES(self, candidates)
+        _SET_RESOLVED_BY(self, resolved_by)
+        _SET_HINT_REJECTED(self, hint_rejected)
+        _SET_REASON(self, reason)
+
     @property
     def span(self) -> DocSpan | None:
         """The chosen span, or ``None`` when nothing was mapped."""
@@ -67,6 +92,19 @@ class Location:
         if self.status in (MatchStatus.UNMAPPED, MatchStatus.INVALID):
             return None
         return DocSpan(self.document_id, self.start, self.end)
+
+
+(
+    _SET_STATUS,
+    _SET_DOCUMENT_ID,
+    _SET_START,
+    _SET_END,
+    _SET_CONFIDENCE,
+    _SET_CANDIDATES,
+    _SET_RESOLVED_BY,
+    _SET_HINT_REJECTED,
+    _SET_REASON,
+) = (Location.__dict__[name].__set__ for name in Location.__slots__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,15 @@ class NormalisedView:
         pos = int(self.checkpoints[int(self.checkpoint_base[doc]) + j])
         return advance_nonspace(source, pos, local - j * CHECKPOINT)
 
+    def checkpoints_before(self, docs: I64, local: I64) -> tuple[list[int], list[int]]:
+        """For many ``(doc, local)`` at once: the canonical offset of the checkpoint at or
+        before each normalised ``local``, and the non-space characters from there, so that
+        ``advance_nonspace(source, *those)`` is :meth:`to_canonical` of each."""
+        j = local // CHECKPOINT
+        pos = self.checkpoints[self.checkpoint_base[docs] + j]
+        rest: list[int] = (local - j * CHECKPOINT).tolist()
+        return pos.tolist(), rest
+
     def to_normalised(self, doc: int, canonical: int) -> int:
         """The normalised offset in document ``doc`` of canonical offset ``canonical``, rounded
         down to a checkpoint: exact within ``CHECKPOINT`` characters, enough to compare places."""

@@ -53,17 +53,15 @@ def prepare(
     hint_start, hint_end = request.start, request.end
     named = request.document_id
     doc = documents.number.get(named) if named is not None else None
-    job = Pending(slot, text, doc, named, hint_start, hint_end)
-    if request.prefer:
-        if cached is None:
-            cached = _preferred(documents, request)
-            if prefer_cache is not None:
-                prefer_cache[id(request.prefer)] = (request.prefer, cached)
-        job.prefer = cached
+    if request.prefer and cached is None:
+        cached = _preferred(documents, request)
+        if prefer_cache is not None:
+            prefer_cache[id(request.prefer)] = (request.prefer, cached)
+    job = Pending(slot, text, doc, named, hint_start, hint_end, cached or ())
     if not text.strip():
         return unmapped(job, "empty or whitespace-only text")
     if named is not None and doc is None:
-        job.notes.append(f"document {named!r} is not in the corpus")
+        job.notes = (f"document {named!r} is not in the corpus",)
     if doc is not None and hint_start is not None:
         verified = _verify_hint(documents, job, doc, hint_start, hint_end)
         if verified is not None:
@@ -88,6 +86,7 @@ def prepare_batch(
     texts = documents.texts
     ids = documents.ids
     verified = MatchStatus.VERIFIED
+    new_span = tuple.__new__  # DocSpan(a, b, c) without its Python-level __new__
     for slot, request in enumerate(requests):
         if type(request) is not LocateRequest:
             outcome = prepare(documents, slot, request, prefer_cache)
@@ -97,7 +96,14 @@ def prepare_batch(
             cached: tuple[Occurrence, ...] | None = ()
             if prefer:
                 entry = prefer_cache.get(id(prefer))
-                cached = entry[1] if entry is not None and entry[0] is prefer else None
+                if entry is not None and entry[0] is prefer:
+                    cached = entry[1]
+                elif type(prefer) is tuple and all(type(p) is DocSpan for p in prefer):
+                    # a query's first result: its gold tuple is well formed, converted here
+                    cached = _preferred(documents, request)
+                    prefer_cache[id(prefer)] = (prefer, cached)
+                else:
+                    cached = None  # prepare() checks it, and says what is wrong
             if (
                 type(raw) is not str
                 or cached is None
@@ -120,18 +126,16 @@ def prepare_batch(
                         and source.startswith(text, hint_start)
                         and text.strip()
                     ):
-                        span = DocSpan(ids[doc], hint_start, stop)
-                        results[slot] = Location(
-                            verified, span.document_id, hint_start, stop, 1.0, (span,)
-                        )
+                        doc_id = ids[doc]
+                        span = new_span(DocSpan, (doc_id, hint_start, stop))
+                        results[slot] = Location(verified, doc_id, hint_start, stop, 1.0, (span,))
                         continue
-                job = Pending(slot, text, doc, named, hint_start, hint_end)
-                job.prefer = cached
+                job = Pending(slot, text, doc, named, hint_start, hint_end, cached)
                 if not text.strip():
                     results[slot] = unmapped(job, "empty or whitespace-only text")
                     continue
                 if named is not None and doc is None:
-                    job.notes.append(f"document {named!r} is not in the corpus")
+                    job.notes = (f"document {named!r} is not in the corpus",)
                 pending.append(job)
                 continue
         if isinstance(outcome, Location):

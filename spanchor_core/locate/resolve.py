@@ -9,7 +9,7 @@ lowest ``(document, start)``) and says whether the location claimed was rejected
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Final
 
@@ -20,11 +20,12 @@ from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.spans import DocSpan
 
-__all__ = ["Pending", "choose", "unmapped"]
+__all__ = ["Pending", "choose", "placed_once", "unmapped"]
 
 _DOCUMENT: Final = itemgetter(0)
 _FEW: Final = 16  # more occurrences than this: the nearest to a hint found in numpy
 _FAR: Final = 1 << 62  # a hint this far out (any integer is allowed) stays in Python ints
+_new_span: Final = tuple.__new__  # DocSpan(a, b, c) without its Python-level __new__
 
 
 @dataclass(slots=True)
@@ -37,9 +38,11 @@ class Pending:
     named: str | None  # the document id as given
     hint_start: int | None
     hint_end: int | None
-    norm: str = ""
-    notes: list[str] = field(default_factory=list)
     prefer: tuple[Occurrence, ...] = ()  # the query's gold spans, in document numbers
+    norm: str = ""
+    # what happened on the way, for the reason; a tuple (most jobs have none): no list made
+    # and freed per job
+    notes: tuple[str, ...] = ()
 
 
 def _overlap(occ: Occurrence, prefer: tuple[Occurrence, ...]) -> int:
@@ -111,15 +114,7 @@ def choose(
     ids = ctx.documents.ids
     if len(found) == 1 and job.named is None:  # the common case: one place, no document claim
         doc, start, end = found[0]
-        if job.hint_start is not None:
-            rejected = start != job.hint_start or (job.hint_end is not None and end != job.hint_end)
-        else:
-            rejected = job.hint_end is not None and end != job.hint_end
-        span = DocSpan(ids[doc], start, end)
-        reason = "; ".join(job.notes) or None
-        return Location(
-            single, span.document_id, start, end, confidence, (span,), None, rejected, reason
-        )
+        return placed_once(ids[doc], job, start, end, single, confidence)
     notes = list(job.notes)
     scope = found
     rule: str | None = None
@@ -151,7 +146,9 @@ def choose(
         rejected = end != job.hint_end
     if job.named is not None and doc != job.doc:
         rejected = True  # a wrong document id is a wrong location claim, whatever the offsets
-    candidates = tuple(DocSpan(ids[d], s, e) for d, s, e in found[: ctx.settings.max_candidates])
+    candidates = tuple(
+        _new_span(DocSpan, (ids[d], s, e)) for d, s, e in found[: ctx.settings.max_candidates]
+    )
     return Location(
         status,
         ids[doc],
@@ -163,6 +160,23 @@ def choose(
         rejected,
         "; ".join(notes) or None,
     )
+
+
+def placed_once(
+    document_id: str, job: Pending, start: int, end: int, status: MatchStatus, confidence: float
+) -> Location:
+    """What :func:`choose` gives for the one occurrence ``[start, end)`` of a job that names no
+    document: that place, rejected when an offset claimed differs from it. The stages call it
+    directly for the common case (one occurrence, no document claim)."""
+    hint_start, hint_end = job.hint_start, job.hint_end
+    if hint_start is not None:
+        rejected = start != hint_start or (hint_end is not None and end != hint_end)
+    else:
+        rejected = hint_end is not None and end != hint_end
+    span = _new_span(DocSpan, (document_id, start, end))
+    notes = job.notes
+    reason = ("; ".join(notes) or None) if notes else None
+    return Location(status, document_id, start, end, confidence, (span,), None, rejected, reason)
 
 
 def unmapped(job: Pending, reason: str) -> Location:
