@@ -182,7 +182,10 @@ def run_gate(
     more are runs, sharing one corpus, gold set and index (:mod:`spanchor_core.parallel`);
     the outcome is the same as with 1. It cannot be combined with ``engine``.
     """
-    count = resolve_jobs(config.jobs if jobs is None else jobs)
+    chosen_jobs = jobs if jobs is not None else config.jobs
+    # neither told: two large run files are read in paired halves on two processes
+    automatic = jobs is None and "jobs" not in config.model_fields_set and engine is None
+    count = resolve_jobs(chosen_jobs)
     if engine is not None and count > 1:
         raise InputError(
             f"jobs={count} and an engine cannot be combined",
@@ -206,7 +209,7 @@ def run_gate(
         progress=progress,
         group=config.group,
         locator=locator,
-        jobs=count,
+        jobs=None if automatic else count,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     members: tuple[Evaluation, ...] = ()
