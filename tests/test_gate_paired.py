@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -115,7 +116,7 @@ def per_side(monkeypatch: pytest.MonkeyPatch) -> ForkSpy:
     return count_forks(monkeypatch, run_parts)
 
 
-def _config(folder: Path, runs: list[Path], **given: int) -> GateConfig:
+def _config(folder: Path, runs: list[Path], **given: Any) -> GateConfig:
     docs, gold = _inputs(folder)
     return GateConfig(docs=docs, gold=gold, baseline=runs[0], candidate=runs[1], **given)
 
@@ -300,3 +301,16 @@ def test_a_bad_candidate_header_is_the_error_of_the_sides_in_turn(
     default = _cli(capsys, tmp_path, runs)
     assert default[0] == 2
     assert _cli(capsys, tmp_path, runs, "--jobs", "1") == default
+
+
+def test_several_baselines_are_read_in_paired_halves_too(
+    tmp_path: Path, large: None, halves: ForkSpy
+) -> None:
+    runs = _runs(tmp_path, _PLAIN * 2, [*_PLAIN[1:], _record(0, [1])] * 2)
+    again = tmp_path / "base2.jsonl"
+    write_run(Run(RunHeader(), [_record(0, [0]), *_PLAIN[1:]] * 2), again)
+    config = _config(tmp_path, runs, baselines=(runs[0], again))
+    in_turn = _comparison_text(config, tmp_path / "turn.json", jobs=1)
+    assert halves.started == 0
+    assert _comparison_text(config, tmp_path / "paired.json") == in_turn
+    assert halves.started == 1

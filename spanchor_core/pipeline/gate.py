@@ -180,7 +180,10 @@ def run_gate(
     locator both sides are mapped with (e.g. a :class:`~spanchor_core.distributed.RayLocator`).
     ``jobs`` (default ``config.jobs``; 0: one per CPU) scores the sides concurrently when two or
     more are runs, sharing one corpus, gold set and index (:mod:`spanchor_core.parallel`);
-    the outcome is the same as with 1. It cannot be combined with ``engine``.
+    the outcome is the same as with 1. It cannot be combined with ``engine``. With neither
+    ``jobs`` nor ``config.jobs`` set, two large run files are read in paired halves on two
+    processes where two CPUs are usable (:mod:`spanchor_core.pipeline.paired`), else the sides
+    are scored in turn, as with 1.
     """
     chosen_jobs = jobs if jobs is not None else config.jobs
     # neither told: two large run files are read in paired halves on two processes
