@@ -67,8 +67,9 @@ JobsOption = Annotated[
         min=0,
         metavar="N",
         help="Read, map and score on N processes of this machine sharing one index (0: one "
-        "per CPU; default: a large run file in two parts where the machine has two CPUs); a "
-        "gate scores its sides concurrently. Same results as with 1.",
+        "per CPU; default: a large run file in two parts where the machine has two CPUs, two "
+        "large run sides in paired halves); a gate given N scores its sides concurrently. "
+        "Same results as with 1.",
     ),
 ]
 
@@ -438,7 +439,8 @@ def compare_command(
         globs=globs(glob),
         seed=seed,
         allow_mismatch=allow_mismatch,
-        jobs=1 if local is None else local,
+        # not set without --jobs: the pipeline chooses (paired halves of two large runs)
+        **({} if local is None else {"jobs": local}),
     )
     # spanchor 0.x's flags gate recall@5 and precision@5, and win over the policy file
     chosen = policy_with_drops(

@@ -38,7 +38,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -79,7 +79,14 @@ from spanchor_core.runs import Run, RunHeader, RunStream
 from spanchor_core.runs.model import STAGES, RecordFields
 from spanchor_core.spans import DocSpan
 
-__all__ = ["evaluate", "evaluate_stream"]
+__all__ = [
+    "StreamScoring",
+    "collector_paused",
+    "evaluate",
+    "evaluate_stream",
+    "finish_scoring",
+    "start_scoring",
+]
 
 
 def evaluate(
@@ -180,7 +187,7 @@ _READ_EVERY = 256
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while a run is scored, and restored after.
 
     Scoring creates a few objects per result (requests, locations, located results), none of
@@ -198,7 +205,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@_collector_paused()
+@collector_paused()
 def _evaluate_records(
     corpus: Corpus,
     gold: GoldSet,
@@ -214,9 +221,17 @@ def _evaluate_records(
 ) -> Evaluation:
     """The one scoring loop behind :func:`evaluate` and :func:`evaluate_stream` (with the
     collector paused: each call pauses and restores it)."""
-    rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
-    ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
-    collector = Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
+    scoring = start_scoring(
+        corpus,
+        gold,
+        k=k,
+        min_overlap=min_overlap,
+        locator=locator,
+        progress=progress,
+        group=group,
+        batch_results=batch_results,
+    )
+    collector = scoring.collector
     ranges = [] if isinstance(source, Run) else part_ranges(jobs, source, locator)
     if ranges and not isinstance(source, Run):
         if progress is not None:
@@ -239,6 +254,59 @@ def _evaluate_records(
             collector.add(fields)
             if count % _READ_EVERY == 0:
                 progress("read", source.bytes_read, source.bytes_total)
+    del collector
+    return finish_scoring(scoring, source, progress)
+
+
+@dataclass(slots=True)
+class StreamScoring:
+    """One run's scoring between its settings checked and its records all collected: what
+    :func:`start_scoring` prepared, for :func:`finish_scoring`. The collector is the one the
+    caller adds the run's records to (the gate reads the parts of its sides' runs in turns
+    of its own, :mod:`spanchor_core.pipeline.paired`)."""
+
+    corpus: Corpus
+    gold: GoldSet
+    rule: GroupRule
+    ks: tuple[int, ...]
+    overlap: float
+    scored_ids: list[str]
+    skipped: dict[str, str]
+    held: Collector | None
+    """The collector until :func:`finish_scoring` lets it go."""
+
+    @property
+    def collector(self) -> Collector:
+        """The collector the run's records are added to."""
+        if self.held is None:
+            raise RuntimeError("this run's scoring was finished already")
+        return self.held
+
+
+def start_scoring(
+    corpus: Corpus,
+    gold: GoldSet,
+    *,
+    k: Sequence[int],
+    min_overlap: float,
+    locator: Locator | None,
+    progress: ProgressCallback | None,
+    group: GroupRule | str,
+    batch_results: int | None,
+) -> StreamScoring:
+    """The settings, gold set and locator checked, and an empty collector for the records."""
+    rule = group if isinstance(group, GroupRule) else parse_group_rule(group)
+    ks, overlap, scored_ids, skipped = _prepare(corpus, gold, k, min_overlap, locator)
+    collector = Collector(corpus, gold, frozenset(scored_ids), locator, batch_results, progress)
+    return StreamScoring(corpus, gold, rule, ks, overlap, scored_ids, skipped, collector)
+
+
+def finish_scoring(
+    scoring: StreamScoring, source: Run | RunStream, progress: ProgressCallback | None
+) -> Evaluation:
+    """The evaluation of every record collected: the last batch mapped, then scored. The
+    collector is let go (its memory back before the caller writes)."""
+    collector, scoring.held = scoring.collector, None
     collector.flush()
     collector.mapping_done()
     if progress is not None:
@@ -249,14 +317,14 @@ def _evaluate_records(
     # own, and again once the collector is, before the caller writes (spanchor_core._heap)
     release_free_heap()
     evaluation = _finish(
-        corpus,
-        gold,
-        ks,
-        overlap,
-        scored_ids,
-        skipped,
+        scoring.corpus,
+        scoring.gold,
+        scoring.ks,
+        scoring.overlap,
+        scoring.scored_ids,
+        scoring.skipped,
         collector,
-        rule,
+        scoring.rule,
         source.header,
         source.path,
         source.warnings,

@@ -180,9 +180,15 @@ def run_gate(
     locator both sides are mapped with (e.g. a :class:`~spanchor_core.distributed.RayLocator`).
     ``jobs`` (default ``config.jobs``; 0: one per CPU) scores the sides concurrently when two or
     more are runs, sharing one corpus, gold set and index (:mod:`spanchor_core.parallel`);
-    the outcome is the same as with 1. It cannot be combined with ``engine``.
+    the outcome is the same as with 1. It cannot be combined with ``engine``. With neither
+    ``jobs`` nor ``config.jobs`` set, two large run files are read in paired halves on two
+    processes where two CPUs are usable (:mod:`spanchor_core.pipeline.paired`), else the sides
+    are scored in turn, as with 1.
     """
-    count = resolve_jobs(config.jobs if jobs is None else jobs)
+    chosen_jobs = jobs if jobs is not None else config.jobs
+    # neither told: two large run files are read in paired halves on two processes
+    automatic = jobs is None and "jobs" not in config.model_fields_set and engine is None
+    count = resolve_jobs(chosen_jobs)
     if engine is not None and count > 1:
         raise InputError(
             f"jobs={count} and an engine cannot be combined",
@@ -206,7 +212,7 @@ def run_gate(
         progress=progress,
         group=config.group,
         locator=locator,
-        jobs=count,
+        jobs=None if automatic else count,
     )
     chosen = policy if policy is not None else config.resolved_policy(policy_base)
     members: tuple[Evaluation, ...] = ()

@@ -356,10 +356,14 @@ def load_labelled(
     progress: SideProgress | None,
     group: str,
     locator: Locator | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> list[Evaluation]:
     """Every ``(label, source)`` as an evaluation, runs scored with one corpus index and, where
     ``k``/``min_overlap`` are None, the settings of the first side that is an evaluation.
+
+    ``jobs=None`` (a gate not told how many): two or more run files that are each read in two
+    parts by default are read in paired halves on two processes
+    (:mod:`~spanchor_core.pipeline.paired`), else the runs are scored as with 1.
 
     With ``jobs`` > 1 and a plain :class:`Locator` (or none; an engine such as a
     :class:`~spanchor_core.distributed.RayLocator` maps its own way), two or more runs are
@@ -368,7 +372,8 @@ def load_labelled(
     Runs scored one after the other on a local locator map each distinct result once
     (:class:`~spanchor_core.pipeline.mappings.SharedMappings`): what a later side returned
     before is not searched for again."""
-    count = resolve_jobs(jobs)
+    automatic = jobs is None
+    count = 1 if jobs is None else resolve_jobs(jobs)
     known = _all_known([source for _, source in sides], count)
     reference = next((side for side in known if isinstance(side, Evaluation)), None)
     if k is None:
@@ -386,6 +391,10 @@ def load_labelled(
         checked = gold_checked(gold, corpus)
     settings = _SideSettings(k, min_overlap, allow_mismatch, group)
     with checked:
+        if automatic and runs >= 2 and corpus is not None and gold is not None:
+            paired = _load_paired(sides, known, corpus, gold, settings, progress, locator)
+            if paired is not None:
+                return paired
         if parallel and runs >= 2 and corpus is not None and gold is not None:
             labels = [label for label, _ in sides]
             return _load_concurrently(
@@ -394,6 +403,55 @@ def load_labelled(
         return _load_in_turn(
             sides, known, corpus, gold, settings, progress, locator, parallel, count
         )
+
+
+def _load_paired(
+    sides: Sequence[tuple[str, EvaluationSource]],
+    known: Sequence[Evaluation | Run | Path],
+    corpus: Corpus,
+    gold: GoldSet,
+    settings: _SideSettings,
+    progress: SideProgress | None,
+    locator: Locator | None,
+) -> list[Evaluation] | None:
+    """The run files among ``known`` read in paired halves (:func:`~spanchor_core.pipeline.
+    paired.score_paired`), or None where that is not the case to take (a run in memory, an
+    engine's locator, a run too small or not in our format, one usable CPU) or something went
+    wrong: the caller then scores them in turn and reports what it was."""
+    if type(locator) is not Locator or any(isinstance(side, Run) for side in known):
+        return None
+    from spanchor_core.pipeline.paired import paired_halves, score_paired
+
+    try:
+        opened = [
+            open_run(side, corpus=corpus, gold=gold, allow_mismatch=settings.allow_mismatch)
+            for side in known
+            if isinstance(side, Path)
+        ]
+    except Exception:  # scoring in turn raises it, after whatever comes before it
+        return None
+    streams = [stream for stream in opened if isinstance(stream, RunStream)]
+    halves = paired_halves(streams, locator)
+    if halves is None or len(streams) != len(opened):
+        return None
+    labels = [
+        label for (label, _), side in zip(sides, known, strict=True) if isinstance(side, Path)
+    ]
+    scored = score_paired(
+        streams,
+        halves,
+        corpus,
+        gold,
+        k=settings.k,
+        min_overlap=settings.min_overlap,
+        locator=locator,
+        progress=[None if progress is None else progress(label) for label in labels],
+        group=settings.group,
+    )
+    if scored is None:
+        return None
+    each = iter(scored)
+    return [side if isinstance(side, Evaluation) else next(each) for side in known]
 
 
 def _load_in_turn(
@@ -500,12 +558,13 @@ def load_sides(
     progress: SideProgress | None = None,
     group: str = "auto",
     locator: Locator | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> tuple[tuple[Evaluation, ...], Evaluation]:
     """:func:`load_pair` for one or more baselines (repeated runs of one configuration).
 
     The baselines come back in the order given. With one baseline, ``progress`` is asked for
-    ``"baseline"``; with several, for ``"baseline NAME"`` (the file name).
+    ``"baseline"``; with several, for ``"baseline NAME"`` (the file name). ``jobs=None``
+    chooses for large run files (:func:`load_labelled`).
     """
     sources = list(baselines)
     labels = ["baseline"]
