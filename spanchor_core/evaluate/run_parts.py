@@ -40,7 +40,7 @@ from spanchor_core.evaluate.model import ProgressCallback
 from spanchor_core.locate import Locator
 from spanchor_core.runs import RunStream
 
-__all__ = ["SPLIT_BYTES", "collect_in_parts", "part_ranges"]
+__all__ = ["SPLIT_BYTES", "collect_in_parts", "part_ranges", "read_part"]
 
 SPLIT_BYTES: Final = 8 << 20
 """Records, in bytes of the run file, from which ``jobs=None`` (the default) reads a run in two
@@ -96,7 +96,7 @@ def collect_in_parts(
             # collector, as if its part were the whole run
             children.append(Forked(functools.partial(_child_part, collector, stream, start, stop)))
         start, stop = ranges[0]
-        _read_part(collector, stream, start, stop, progress)
+        read_part(collector, stream, start, stop, progress)
         collector.mapping_done()  # the index's pages out while the children's answers come in
         for (start, stop), child in zip(ranges[1:], children, strict=True):
             if stream.bytes_read > start:
@@ -105,7 +105,7 @@ def collect_in_parts(
             if answer is None or not stream.take_part(answer[0][3]):
                 # the child gave nothing (or a part that does not follow the parts before):
                 # its part is read here, in its turn
-                _read_part(collector, stream, start, stop, None)
+                read_part(collector, stream, start, stop, None)
             else:
                 part, records, warnings, _ = answer[0]
                 collector.absorb(part)
@@ -117,14 +117,16 @@ def collect_in_parts(
             child.close()
 
 
-def _read_part(
+def read_part(
     collector: Collector,
     stream: RunStream,
     start: int,
     stop: int,
     progress: ProgressCallback | None,
 ) -> None:
-    """The records from byte ``start`` to ``stop`` added to ``collector``, and mapped."""
+    """The records from byte ``start`` to ``stop`` added to ``collector``, and mapped;
+    ``progress("read", ...)`` follows this part, scaled to the whole file (the gate's paired
+    halves read their parts with it too)."""
     if progress is None:
         for fields in stream.part_fields(start, stop):
             collector.add(fields)

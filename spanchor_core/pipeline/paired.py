@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate import Evaluation, ProgressCallback
-from spanchor_core.evaluate.collect import CollectedPart, Collector
+from spanchor_core.evaluate.collect import CollectedPart
 from spanchor_core.evaluate.file_fork import Forked
-from spanchor_core.evaluate.run_parts import part_ranges
+from spanchor_core.evaluate.run_parts import part_ranges, read_part
 from spanchor_core.evaluate.scoring import (
     StreamScoring,
     collector_paused,
@@ -42,7 +42,6 @@ from spanchor_core.runs import RunStream
 
 __all__ = ["paired_halves", "score_paired"]
 
-_READ_EVERY = 256
 
 _Half = tuple[int, int]
 _Answer = list[tuple[CollectedPart, int, list[str]]]
@@ -106,13 +105,13 @@ def score_paired(
                 if shown is not None:
                     shown("map", 0, 0)
                     shown("read", ranges[0][0], stream.bytes_total)
-                _read_half(scoring.collector, stream, ranges[0], shown)
+                read_part(scoring.collector, stream, *ranges[0], shown)
             answer = child.result()
         finally:
             child.close()
         if answer is None:  # the child gave nothing: the second halves are read here
             for scoring, stream, ranges in zip(scorings, streams, halves, strict=True):
-                _read_half(scoring.collector, stream, ranges[1], None)
+                read_part(scoring.collector, stream, *ranges[1], None)
                 stream.bytes_read = ranges[1][1]
         else:
             for scoring, stream, ranges, (part, records, warnings) in zip(
@@ -131,26 +130,6 @@ def score_paired(
     if any(evaluation.records == 0 for evaluation in evaluations):
         return None  # scoring in turn reports it, after whatever comes before it
     return evaluations
-
-
-def _read_half(
-    collector: Collector, stream: RunStream, half: _Half, progress: ProgressCallback | None
-) -> None:
-    """The records of one half added to ``collector``, and mapped; ``progress("read", ...)``
-    follows this half, scaled to the file (as a run read in parts reports it)."""
-    start, stop = half
-    if progress is None:
-        for fields in stream.part_fields(start, stop):
-            collector.add(fields)
-    else:
-        total = stream.bytes_total
-        scale = (total - start) / max(stop - start, 1)
-        for count, fields in enumerate(stream.part_fields(start, stop), start=1):
-            collector.add(fields)
-            if count % _READ_EVERY == 0:
-                done = start + int((stream.bytes_read - start) * scale)
-                progress("read", min(done, total), total)
-    collector.flush()
 
 
 def _child_halves(
