@@ -90,8 +90,10 @@ class SpanchorSettings(BaseModel):
     ``first``, ``union``, ``stage:NAME`` or ``source:NAME``."""
     jobs: int = Field(default=1, ge=0, strict=True)
     """Processes that map and score the runs (:mod:`spanchor_core.parallel`): the sides of a
-    gate concurrently, or one run's results split between them; 0 is one per CPU. The results
-    are the same as with 1."""
+    gate concurrently, or one run's results split between them; 0 is one per CPU. Left unset
+    (neither here nor ``--jobs``), a large run file is read in two parts, and a gate's two large
+    run sides in paired halves, where two CPUs are usable; otherwise one process, as with 1.
+    The results are the same whatever the number."""
 
     @field_validator("group")
     @classmethod
