@@ -18,7 +18,14 @@ from rapidfuzz.distance import Indel, LCSseq
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.text import normalise_with_positions
 
-__all__ = ["Aligned", "align_span", "align_window", "aligned_bounds", "extend_edges"]
+__all__ = [
+    "Aligned",
+    "align_normalised",
+    "align_span",
+    "align_window",
+    "aligned_bounds",
+    "extend_edges",
+]
 
 _ALIGN_CELLS: Final = 16_000_000  # largest chunk x window alignment done in one piece
 _ALIGN_EDGE: Final = 2_000  # characters aligned at each end of longer texts
@@ -51,12 +58,22 @@ def align_window(
 ) -> Aligned | None:
     """:func:`align_span` once the window is normalised: ``window`` is the normalised source
     window, whose ``n``-th character lies at canonical offset ``origin + kept[n]``."""
+    found = align_normalised(chunk, window, threshold)
+    if found is None:
+        return None
+    score, n_lo, n_hi = found
+    return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
+
+
+def align_normalised(chunk: str, window: str, threshold: float) -> Aligned | None:
+    """:func:`align_window` in normalised offsets: ``(score, lo, hi)`` of the span
+    ``window[lo:hi]`` (``lo < hi``), for a caller that maps many spans back to canonical
+    offsets together (the fuzzy stage, one numpy gather per group)."""
     common = -1  # the ratio's common subsequence, when the alignment tells it
     if len(chunk) * len(window) <= _ALIGN_CELLS:
-        bounds = _bounds(chunk, window)
-        found = None if bounds is None else bounds[:4]
-        if bounds is not None:
-            common = bounds[4]
+        found = _bounds(chunk, window)
+        if found is not None:
+            common = found[4]
     else:
         # Long texts: the full alignment matrix would be too big, so place the start
         # by aligning the heads and the end by aligning the tails.
@@ -67,25 +84,31 @@ def align_window(
             found = None
         else:
             shift = len(chunk) - min(len(chunk), _ALIGN_EDGE)
-            found = (head[0], shift + tail[1], head[2], cut + tail[3])
+            found = (head[0], shift + tail[1], head[2], cut + tail[3], -1)
     if found is None or found[3] <= found[2]:
         return None
-    a_lo, a_hi, n_lo, n_hi = found
+    a_lo, a_hi, n_lo, n_hi, _ = found
     if common >= 0:
         size = len(chunk) + n_hi - n_lo  # fuzz.ratio's arithmetic (normalised Indel distance)
         score = (1.0 - (size - 2 * common) / size) * 100 / 100.0
     else:
         score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
     if score < threshold - _EDGE_SLACK:  # no match to extend (the cost is not worth it)
-        return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
-    lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
-    if (lo, hi) != (n_lo, n_hi):
-        # the edges matched the source next to the span: it covers them, even though the
-        # words dropped between them lower the ratio a little (unless below the threshold)
-        wider = fuzz.ratio(chunk, window[lo:hi]) / 100.0
-        if wider >= min(score, threshold):
-            score, n_lo, n_hi = wider, lo, hi
-    return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
+        return score, n_lo, n_hi
+    # extend_edges changes nothing unless an edge of _EDGE_MIN.._EDGE_MAX characters has
+    # source text beside the span: tested here, without the call, for the many that have not
+    unaligned = len(chunk) - a_hi
+    if (_EDGE_MIN <= a_lo <= _EDGE_MAX and n_lo > 0) or (
+        _EDGE_MIN <= unaligned <= _EDGE_MAX and n_hi < len(window)
+    ):
+        lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
+        if lo != n_lo or hi != n_hi:
+            # the edges matched the source next to the span: it covers them, even though the
+            # words dropped between them lower the ratio a little (unless below the threshold)
+            wider = fuzz.ratio(chunk, window[lo:hi]) / 100.0
+            if wider >= min(score, threshold):
+                return wider, lo, hi
+    return score, n_lo, n_hi
 
 
 def aligned_bounds(chunk: str, window: str) -> tuple[int, int, int, int] | None:
@@ -122,22 +145,28 @@ def _bounds(chunk: str, window: str) -> tuple[int, int, int, int, int] | None:
     a_lo = lo = a_hi = hi = 0
     cur_score = cur_a = cur_b = reach = 0
     cur_matched = best_matched = total = 0
-    for blk in Indel.editops(chunk, window).as_matching_blocks():
+    blocks = Indel.editops(chunk, window).as_matching_blocks()
+    # the list ends with the empty block (len(chunk), len(window), 0); every other block
+    # has a size (a test holds rapidfuzz to it), so the loop needs no test for empty ones
+    blocks.pop()
+    for blk in blocks:
+        a = blk[0]
+        b = blk[1]
         size = blk[2]
-        if size <= 0:
-            continue
-        a, b = blk[0], blk[1]
         total += size
-        gap = a + b - reach
+        ab = a + b
+        gap = ab - reach
         if cur_score <= gap:
-            cur_score, cur_a, cur_b, cur_matched = size, a, b, size
+            cur_score = cur_matched = size
+            cur_a = a
+            cur_b = b
         else:
             cur_score += size - gap
             cur_matched += size
         if cur_score > best_score:
             best_score, a_lo, lo, a_hi, hi = cur_score, cur_a, cur_b, a + size, b + size
             best_matched = cur_matched
-        reach = a + b + 2 * size
+        reach = ab + size + size
     if best_score < 0:  # no block: nothing aligns
         return None
     grown = a_hi - a_lo

@@ -17,14 +17,14 @@ from typing import Final, Protocol
 import numpy as np
 from rapidfuzz import fuzz
 
-from spanchor_core.locate.align import align_window
+from spanchor_core.locate.align import align_normalised
 from spanchor_core.locate.context import SearchContext
 from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.hashing import I64, U64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
-from spanchor_core.locate.resolve import Pending, choose, unmapped
-from spanchor_core.locate.windows import normalised_points, region_windows
+from spanchor_core.locate.resolve import Pending, choose, placed_once, unmapped
+from spanchor_core.locate.windows import RegionWindows, normalised_points, region_windows
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
 
@@ -208,6 +208,15 @@ def _regions(
         doc, lo, hi, _ = clusters[0]
         lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
         return [(doc, lo, hi)] if hi > lo else []
+    chosen, claimable = _voted(ctx, job, clusters)
+    return _places(job, clusters, view, chosen, claimable)
+
+
+def _voted(ctx: SearchContext, job: Pending, clusters: list[Cluster]) -> tuple[list[int], bool]:
+    """The clusters (two or more) chosen by their votes, and whether a claim of the request
+    could add another: :func:`_claimed` names only clusters in the named document or in a
+    gold span's, so when all of those are chosen already, it adds nothing (most texts: their
+    claims point at the run of votes chosen anyway), and its offsets need not be found."""
     best = max(c[3] for c in clusters)
     # most votes first, then position: the order only matters when the list is cut
     keep = sorted(
@@ -215,12 +224,30 @@ def _regions(
         key=lambda i: (-clusters[i][3], i),
     )
     chosen = keep[: 2 if best <= _SPARSE_VOTES else ctx.settings.max_candidates]
+    if (job.doc is None and not job.prefer) or len(chosen) == len(clusters):
+        return chosen, False
+    claimed = {d for d, _, _ in job.prefer}
+    if job.doc is not None:
+        claimed.add(job.doc)
+    picked = set(chosen)
+    return chosen, any(c[0] in claimed and i not in picked for i, c in enumerate(clusters))
+
+
+def _places(
+    job: Pending,
+    clusters: list[Cluster],
+    view: Offsets,
+    chosen: list[int],
+    claimable: bool,
+) -> list[tuple[int, int, int]]:
+    """The regions of the ``chosen`` clusters and of those the request claims (when
+    ``claimable``, :func:`_voted`), each once, in that order."""
     # the places a document id, an offset hint or the gold point at always compete, however
     # few votes reach them (a copy's edge minimizers depend on the text around it); places
-    # are compared in normalised offsets, the claims' rounded down to a checkpoint. A claim
-    # names one of the clusters: when all of them are chosen already, it adds nothing
-    if (job.doc is not None or job.prefer) and len(chosen) < len(clusters):
-        chosen.extend(_claimed(job, clusters, view))
+    # are compared in normalised offsets, the claims' rounded down to a checkpoint
+    if claimable:
+        chosen = chosen + _claimed(job, clusters, view)
+    n = len(job.norm)
     regions: list[tuple[int, int, int]] = []
     for i in dict.fromkeys(chosen):
         doc, lo, hi, _ = clusters[i]
@@ -257,14 +284,13 @@ def _claimed(job: Pending, clusters: list[Cluster], view: Offsets) -> list[int]:
 
 class _Claims:
     """What :func:`_regions` reads of the normalised view, with the normalised offsets of the
-    places a group of texts claims found together (:func:`normalised_points`)."""
+    places some texts of a group claim (those whose claims could add a region, :func:`_voted`)
+    found together (:func:`normalised_points`)."""
 
-    def __init__(self, view: NormalisedView, group: list[tuple[Pending, list[Cluster]]]) -> None:
+    def __init__(self, view: NormalisedView, jobs: list[Pending]) -> None:
         self.lengths = view.lengths
         wanted: list[tuple[int, int]] = []
-        for job, clusters in group:
-            if len(clusters) < 2:  # one run of votes is aligned whatever is claimed
-                continue
+        for job in jobs:
             if job.doc is not None and job.hint_start is not None:
                 wanted.append((job.doc, job.hint_start))
             for doc, start, end in job.prefer:
@@ -286,14 +312,21 @@ def _align_group(
     """Align every voted region worth it of each text of ``group`` and let the scores
     compete; the windows of the whole group are found together (:func:`region_windows`)."""
     window = ctx.settings.window
-    claims = _Claims(view, group)
+    # texts with several runs of votes: the runs their votes choose first, then the claimed
+    # offsets of those whose claims could add one, found together
+    voted: dict[int, tuple[list[int], bool]] = {}
+    for i, (job, clusters) in enumerate(group):
+        if len(clusters) > 1:
+            voted[i] = _voted(ctx, job, clusters)
+    claims = _Claims(view, [group[i][0] for i, (_, claimable) in voted.items() if claimable])
     docs: list[int] = []
     los: list[int] = []
     his: list[int] = []
     margins: list[int] = []
     counts: list[int] = []  # regions of each text
+    norms: list[str] = []  # the text of each region
     lengths = view.lengths
-    for job, clusters in group:
+    for g, (job, clusters) in enumerate(group):
         n = len(job.norm)
         # markup and dropped words before the first (after the last) minimizer move the
         # true edges
@@ -306,16 +339,18 @@ def _align_group(
                 los.append(lo)
                 his.append(hi)
                 margins.append(margin)
+                norms.append(job.norm)
                 counts.append(1)
             else:
                 counts.append(0)
             continue
-        regions = _regions(ctx, job, clusters, claims)
+        regions = _places(job, clusters, claims, *voted[g])
         for doc, lo, hi in regions:
             docs.append(doc)
             los.append(lo)
             his.append(hi)
             margins.append(margin)
+            norms.append(job.norm)
         counts.append(len(regions))
     windows = region_windows(
         view,
@@ -325,32 +360,64 @@ def _align_group(
         np.array(his, dtype=np.int64),
         np.array(margins, dtype=np.int64),
     )
-    text, kept, origin = windows.text, windows.kept, windows.origin
-    starts, ends = windows.lo, windows.hi
+    text, starts, ends = windows.text, windows.lo, windows.hi
     threshold = ctx.settings.fuzzy_threshold
+    # every window aligned in normalised offsets first; the spans found are mapped back to
+    # canonical offsets in one numpy gather (no slice of ``kept`` and two scalar reads each)
+    aligned = [
+        align_normalised(norm, text[a:b], threshold)
+        for norm, a, b in zip(norms, starts, ends, strict=True)
+    ]
+    c_lo, c_hi = _canonical_spans(windows, aligned)
+    ids = ctx.documents.ids
     w = 0
     for (job, _), count in zip(group, counts, strict=True):
         if count == 1:  # one place aligned: resolve_scored's common case, without its lists
-            a, b = starts[w], ends[w]
-            found = align_window(job.norm, text[a:b], kept[a:b], origin[w], threshold)
+            found = aligned[w]
             if found is not None and found[0] >= threshold:
-                score, start, end = found
-                results[job.slot] = choose(
-                    ctx, job, [(docs[w], start, end)], MatchStatus.FUZZY, score, "approximate text"
-                )
+                if job.named is None:  # choose's common case: one place, no document claim
+                    results[job.slot] = placed_once(
+                        ids[docs[w]], job, c_lo[w], c_hi[w], MatchStatus.FUZZY, found[0]
+                    )
+                else:
+                    results[job.slot] = choose(
+                        ctx,
+                        job,
+                        [(docs[w], c_lo[w], c_hi[w])],
+                        MatchStatus.FUZZY,
+                        found[0],
+                        "approximate text",
+                    )
             else:
-                weak: list[Scored] = [] if found is None else [(found[0], docs[w], *found[1:])]
+                weak: list[Scored] = (
+                    [] if found is None else [(found[0], docs[w], c_lo[w], c_hi[w])]
+                )
                 results[job.slot] = resolve_scored(ctx, job, weak)
             w += 1
             continue
         scored: list[Scored] = []
         for i in range(w, w + count):
-            a, b = starts[i], ends[i]
-            found = align_window(job.norm, text[a:b], kept[a:b], origin[i], threshold)
+            found = aligned[i]
             if found is not None:
-                scored.append((found[0], docs[i], found[1], found[2]))
+                scored.append((found[0], docs[i], c_lo[i], c_hi[i]))
         w += count
         results[job.slot] = resolve_scored(ctx, job, scored)
+
+
+def _canonical_spans(
+    windows: RegionWindows, aligned: list[tuple[float, int, int] | None]
+) -> tuple[list[int], list[int]]:
+    """The canonical ``[start, end)`` of each window's aligned span ``(score, lo, hi)`` (0
+    where nothing aligned): ``origin + kept[lo]`` and ``origin + kept[hi - 1] + 1`` of its
+    window, as :func:`~spanchor_core.locate.align.align_window` gives them, for all windows
+    in one gather."""
+    starts = windows.lo
+    first = [0 if f is None else a + f[1] for a, f in zip(starts, aligned, strict=True)]
+    last = [0 if f is None else a + f[2] - 1 for a, f in zip(starts, aligned, strict=True)]
+    kept, origin = windows.kept, np.array(windows.origin, dtype=np.int64)
+    c_lo: list[int] = (kept[first] + origin).tolist()
+    c_hi: list[int] = (kept[last] + origin + 1).tolist()
+    return c_lo, c_hi
 
 
 def resolve_scored(ctx: SearchContext, job: Pending, scored: list[Scored]) -> Location:

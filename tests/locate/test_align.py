@@ -13,6 +13,7 @@ from spanchor_core.corpus import Corpus
 from spanchor_core.locate.align import (
     _bounds,
     _may_match,
+    align_normalised,
     align_span,
     align_window,
     aligned_bounds,
@@ -207,3 +208,76 @@ def test_a_header_edge_is_ruled_out_and_a_dropped_word_is_not() -> None:
     window = "zzzzqqqq" + "foxjumpsoverthelazydog" + "andrunsfast"
     lo, hi = 8, 8 + 22
     assert extend_edges(chunk, window, 21, 43, lo, hi) == (lo, hi + 7)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    chunk=st.text(alphabet=st.sampled_from("abcd "), max_size=300),
+    window=st.text(alphabet=st.sampled_from("abcd "), max_size=300),
+)
+def test_only_the_last_matching_block_is_empty(chunk: str, window: str) -> None:
+    # _bounds drops the last block unread and reads every other as a match of some size
+    blocks = [(b.a, b.b, b.size) for b in Indel.editops(chunk, window).as_matching_blocks()]
+    assert blocks[-1] == (len(chunk), len(window), 0)
+    assert all(size > 0 for _, _, size in blocks[:-1])
+
+
+def _reference_align_window(
+    chunk: str, window: str, kept: np.ndarray, origin: int, threshold: float
+) -> tuple[float, int, int] | None:
+    """align_window as it was before its normalised core was split out (session 12): the
+    bounds, the score, the edges extended by a call whatever their lengths."""
+    bounds = _bounds(chunk, window)
+    if bounds is None or bounds[3] <= bounds[2]:
+        return None
+    a_lo, a_hi, n_lo, n_hi, common = bounds
+    if common >= 0:
+        size = len(chunk) + n_hi - n_lo
+        score = (1.0 - (size - 2 * common) / size) * 100 / 100.0
+    else:
+        score = fuzz.ratio(chunk, window[n_lo:n_hi]) / 100.0
+    if score < threshold - 0.1:
+        return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
+    lo, hi = extend_edges(chunk, window, a_lo, a_hi, n_lo, n_hi)
+    if (lo, hi) != (n_lo, n_hi):
+        wider = fuzz.ratio(chunk, window[lo:hi]) / 100.0
+        if wider >= min(score, threshold):
+            score, n_lo, n_hi = wider, lo, hi
+    return score, origin + int(kept[n_lo]), origin + int(kept[n_hi - 1]) + 1
+
+
+_words = st.lists(st.sampled_from(["ba", "bo", "cat", "dog", "ship", "x", "#", "**"]), max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    before=_words,
+    text=_words,
+    after=_words,
+    head=_words,
+    drop=st.integers(0, 6),
+    threshold=st.sampled_from([0.5, 0.8, 0.95]),
+)
+def test_align_window_is_the_reference_through_its_normalised_core(
+    before: list[str],
+    text: list[str],
+    after: list[str],
+    head: list[str],
+    drop: int,
+    threshold: float,
+) -> None:
+    # a chunk with a head prepended and some words dropped, in a window around its source:
+    # edges of every length, so that the edge test before extend_edges is taken both ways
+    window = "".join(before + text + after)
+    chunk = "".join(head + text[drop:])
+    if not chunk or not window:
+        return
+    kept = np.arange(len(window), dtype=np.intp) * 2 + 1
+    expected = _reference_align_window(chunk, window, kept, 7, threshold)
+    assert align_window(chunk, window, kept, 7, threshold) == expected
+    found = align_normalised(chunk, window, threshold)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (found[0], 7 + int(kept[found[1]]), 7 + int(kept[found[2] - 1]) + 1) == expected

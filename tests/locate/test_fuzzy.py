@@ -134,3 +134,93 @@ def test_votes_are_ordered_as_lexsort_orders_them(
     expected = np.lexsort((diagonals, docs, rows))
     for a in (rows, docs, diagonals):
         assert a[order].tolist() == a[expected].tolist()
+
+
+class _View:
+    """What choosing regions reads of a normalised view: lengths, and a to_normalised that
+    is any fixed function (here a shift rounded down to 32), counting its calls."""
+
+    def __init__(self) -> None:
+        self.lengths = np.array([900, 700, 800, 1000], dtype=np.int64)
+        self.asked = 0
+
+    def to_normalised(self, doc: int, canonical: int) -> int:
+        self.asked += 1
+        return max(0, (canonical - 3 * doc) // 32 * 32)
+
+
+def _reference_regions(
+    job: object, clusters: list[tuple[int, int, int, int]], view: _View, max_candidates: int
+) -> list[tuple[int, int, int]]:
+    """The fuzzy stage's choice of regions as session 12 made it: the claims always asked
+    once the votes left a cluster out, their clusters added after the voted ones."""
+    from spanchor_core.locate.fuzzy import _SPARSE_VOTES, _claimed
+
+    n = len(job.norm)  # type: ignore[attr-defined]
+    if len(clusters) == 1:
+        doc, lo, hi, _ = clusters[0]
+        lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
+        return [(doc, lo, hi)] if hi > lo else []
+    best = max(c[3] for c in clusters)
+    keep = sorted(
+        (i for i, c in enumerate(clusters) if 2 * c[3] >= best),
+        key=lambda i: (-clusters[i][3], i),
+    )
+    chosen = keep[: 2 if best <= _SPARSE_VOTES else max_candidates]
+    if (job.doc is not None or job.prefer) and len(chosen) < len(clusters):  # type: ignore[attr-defined]
+        chosen.extend(_claimed(job, clusters, view))  # type: ignore[arg-type]
+    regions = []
+    for i in dict.fromkeys(chosen):
+        doc, lo, hi, _ = clusters[i]
+        lo, hi = max(0, lo), min(int(view.lengths[doc]), hi + n)
+        if hi > lo:
+            regions.append((doc, lo, hi))
+    return regions
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    clusters=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(-40, 900), st.integers(0, 60), st.integers(1, 9)),
+        min_size=1,
+        max_size=8,
+    ),
+    doc=st.none() | st.integers(0, 3),
+    hint=st.none() | st.integers(0, 1000),
+    prefer=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 900), st.integers(1, 200)), max_size=3
+    ),
+    max_candidates=st.sampled_from([1, 2, 50]),
+)
+def test_regions_skip_only_claims_that_cannot_add_a_cluster(
+    clusters: list[tuple[int, int, int, int]],
+    doc: int | None,
+    hint: int | None,
+    prefer: list[tuple[int, int, int]],
+    max_candidates: int,
+) -> None:
+    # _regions asks for the claimed offsets only when a claim could name a cluster the votes
+    # left out; the regions are those of the reference, which always asked
+    from spanchor_core.locate.context import SearchContext
+    from spanchor_core.locate.fuzzy import _regions
+    from spanchor_core.locate.resolve import Pending
+    from spanchor_core.locate.settings import LocatorSettings
+
+    clusters = sorted((d, lo, lo + width, votes) for d, lo, width, votes in clusters)
+    job = Pending(
+        0,
+        "t",
+        doc,
+        None if doc is None else f"d{doc}",
+        hint if doc is not None else None,
+        None,
+        tuple((d, s, s + w) for d, s, w in prefer),
+        "x" * 120,
+    )
+    ctx = SearchContext(
+        Corpus.from_texts({"d0": "abc " * 10}), LocatorSettings(max_candidates=max_candidates)
+    )
+    view, reference_view = _View(), _View()
+    expected = _reference_regions(job, clusters, reference_view, max_candidates)
+    assert _regions(ctx, job, clusters, view) == expected
+    assert view.asked <= reference_view.asked
