@@ -9,6 +9,7 @@ The scoring rules themselves are documented in :mod:`spanchor_core.evaluate.scor
 from __future__ import annotations
 
 import hashlib
+import operator
 from array import array
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -19,7 +20,7 @@ import numpy as np
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate.model import LocatedResult, ProgressCallback
-from spanchor_core.evaluate.scored_columns import ResultColumns
+from spanchor_core.evaluate.scored_columns import NONE_OFFSET, ResultColumns
 from spanchor_core.gold import GoldSet
 from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.runs.model import RecordFields
@@ -78,6 +79,7 @@ _STATUS_VALUE = _StatusValues({status: str(status.value) for status in MatchStat
 
 
 _NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
+_STATUS = operator.attrgetter("status")
 
 
 def _text_key(status: str, text: str | None) -> Hashable:
@@ -154,6 +156,29 @@ class SpanColumns:
                 self.starts.append(span[1])
                 self.ends.append(span[2])
         return first
+
+    def add_columns(self, results: ResultColumns, at: int) -> list[int]:
+        """Append the span of each result of ``results`` from ``at`` on (the batch just
+        located: ``LocatedResult.span`` of each, read off the columns with numpy, no object
+        per result); the positions (from ``at``) of those without one."""
+        statuses = np.frombuffer(results.statuses, dtype=np.int32)[at:]
+        documents = np.frombuffer(results.documents, dtype=np.int32)[at:]
+        starts = np.frombuffer(results.starts, dtype=np.int64)[at:]
+        ends = np.frombuffer(results.ends, dtype=np.int64)[at:]
+        names = results.names
+        # a span: a status that has one, a document (code 0 is None) and both offsets
+        spanless = np.array([name in _NO_SPAN for name in names])
+        has = (~spanless[statuses]) & (documents != 0) & (starts != NONE_OFFSET)
+        has &= ends != NONE_OFFSET
+        # document codes of these columns, given in the order the documents are first met
+        codes = self.codes
+        table = np.full(len(names), -1, dtype=np.int64)
+        for code in dict.fromkeys(documents[has].tolist()):
+            table[code] = codes.setdefault(names[code], len(codes))
+        self.documents.frombytes(np.where(has, table[documents], -1).tobytes())
+        self.starts.frombytes(np.where(has, starts, 0).tobytes())
+        self.ends.frombytes(np.where(has, ends, 0).tobytes())
+        return np.flatnonzero(~has).tolist()
 
     def absorb(self, other: SpanColumns) -> int:
         """Append every span of ``other`` (a later part of a run, collected on another
@@ -270,30 +295,12 @@ class Collector:
             locations = self.locator.locate_many(requests)
         else:
             locations = []
-        status_value = _STATUS_VALUE
-        no_span = _NO_SPAN
         ranks = [slot for _, _, count in self._pending for slot in range(1, count + 1)]
-        statuses = [status_value[location.status] for location in locations]
-        at = self.results.add_located(ranks, statuses, locations)
-        spans = self.spans
-        codes, documents, starts, ends = spans.codes, spans.documents, spans.starts, spans.ends
-        base = len(documents)
-        unmapped: list[int] = []
-        for index, (status, location) in enumerate(zip(statuses, locations, strict=True)):
-            doc, start, end = location.document_id, location.start, location.end
-            # LocatedResult.span, without building the result
-            if status not in no_span and doc is not None and start is not None and end is not None:
-                code = codes.get(doc)
-                if code is None:
-                    code = codes[doc] = len(codes)
-                documents.append(code)
-                starts.append(start)
-                ends.append(end)
-            else:
-                documents.append(-1)
-                starts.append(0)
-                ends.append(0)
-                unmapped.append(index)
+        statuses = list(map(_STATUS_VALUE.__getitem__, map(_STATUS, locations)))
+        results = self.results
+        at = results.add_located(ranks, statuses, locations)
+        base = len(self.spans.documents)
+        unmapped = self.spans.add_columns(results, at)
         keys: dict[int, Hashable] = {
             index: _text_key(statuses[index], requests[index].text) for index in unmapped
         }
