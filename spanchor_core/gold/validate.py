@@ -99,28 +99,15 @@ def _anchor_problems(anchor: Anchor, corpus: Corpus) -> Iterator[tuple[str, str]
         )
 
 
-class _Texts(dict[str, str | None]):
-    """document id -> its text (``None``: not in the corpus), each asked of the corpus once."""
-
-    def __init__(self, corpus: Corpus) -> None:
-        super().__init__()
-        self._corpus = corpus
-
-    def __missing__(self, document_id: str) -> str | None:
-        corpus = self._corpus
-        text = corpus.text(document_id) if document_id in corpus else None
-        self[document_id] = text
-        return text
-
-
-def _sound(anchor: Anchor, documents: _Texts) -> bool:
+def _sound(anchor: Anchor, corpus: Corpus) -> bool:
     """Whether :func:`_anchor_problems` finds nothing wrong with ``anchor``: a non-empty span
-    inside a document of the corpus whose text there still has the anchor's hash."""
-    start, end = anchor.start, anchor.end
-    if not 0 <= start < end:
+    inside a document of the corpus whose text there still has the anchor's hash. (Each
+    text asked of the corpus per anchor, as there: a lazy corpus keeps only a few decoded.)"""
+    start, end, document_id = anchor.start, anchor.end, anchor.document_id
+    if not 0 <= start < end or document_id not in corpus:
         return False
-    text = documents[anchor.document_id]
-    return text is not None and end <= len(text) and sha256_text(text[start:end]) == anchor.hash
+    text = corpus.text(document_id)
+    return end <= len(text) and sha256_text(text[start:end]) == anchor.hash
 
 
 def _bom_note(anchor: Anchor, text: str) -> str:
@@ -160,7 +147,6 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
         )
         found.append((key, GoldProblem(line, query.query_id, code, message, anchor)))
 
-    documents = _Texts(corpus)
     first_line: dict[str, int | None] = {}
     for index, query in enumerate(gold.entries):
         if query.query_id in first_line:
@@ -177,7 +163,7 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
         if not query.anchors:
             add(index, query, "no_anchors", "the query has no anchors", None)
         for position, anchor in enumerate(query.anchors):
-            if _sound(anchor, documents):
+            if _sound(anchor, corpus):
                 continue  # nearly every anchor: not worded, its problems not looked for
             for code, message in _anchor_problems(anchor, corpus):
                 add(index, query, code, message, position)
