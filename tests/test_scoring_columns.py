@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
-from spanchor_core.evaluate import Evaluation, evaluate, scoring
+from spanchor_core.evaluate import Evaluation, collect, evaluate, scoring
 from spanchor_core.evaluate.collect import SpanColumns
+from spanchor_core.evaluate.scored_columns import ResultColumns
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+from spanchor_core.locate import LocateRequest, Location, MatchStatus
 from spanchor_core.metrics import DEFAULT_METRICS, MetricPlan, metric_plan, score_ranked
 from spanchor_core.metrics.batch import RankedColumns
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader
@@ -199,3 +201,68 @@ def test_lists_read_in_place_score_as_lists_gathered(
     expected = np.array([list(score_ranked(gold, spans, plan, 0.0).values()) for spans in lists])
     for table in (in_place, shifted):
         assert np.array_equal(table.score(plan, 0.0), expected)
+
+
+_STATUSES = list(MatchStatus)
+_location = st.builds(
+    Location,
+    st.sampled_from(_STATUSES),
+    st.sampled_from([None, "a", "b", "unmapped", "exact", ""]),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.floats(0, 1),
+    st.just(()),
+    st.sampled_from([None, "gold", "a"]),
+    st.booleans(),
+    st.sampled_from([None, "why"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_location, max_size=12), max_size=4))
+def test_spans_read_off_the_result_columns_are_each_results_span(
+    batches: list[list[Location]],
+) -> None:
+    """The collector's spans of a mapped batch, read off the result columns with numpy, are
+    each result's own ``LocatedResult.span`` appended one by one: the same document codes
+    (given in the order met, across batches), offsets and no-span entries, and the results
+    without a span are those listed."""
+    results, fast, slow = ResultColumns(), SpanColumns(), SpanColumns()
+    for locations in batches:
+        statuses = [str(location.status.value) for location in locations]
+        at = results.add_located(list(range(1, len(locations) + 1)), statuses, locations)
+        unmapped = fast.add_columns(results, at)
+        spans = [r.span for r in results.results(at, len(locations))]
+        slow.add(spans)
+        assert unmapped == [index for index, span in enumerate(spans) if span is None]
+    assert fast.codes == slow.codes
+    assert list(fast.codes) == list(slow.codes)
+    assert fast.documents == slow.documents
+    assert fast.starts == slow.starts
+    assert fast.ends == slow.ends
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.one_of(st.none(), st.text(max_size=5)),
+    st.one_of(st.none(), st.text(max_size=3)),
+    st.one_of(st.none(), st.integers(0, 99)),
+    st.one_of(st.none(), st.integers(0, 99)),
+    st.lists(st.builds(DocSpan, st.text(max_size=2), st.integers(0, 9), st.integers(0, 9))),
+)
+def test_the_collectors_requests_are_the_classs_own(
+    text: str | None,
+    document_id: str | None,
+    start: int | None,
+    end: int | None,
+    prefer: list[DocSpan],
+) -> None:
+    """The requests the collector builds through the slots equal (and hash as) the ones the
+    class builds, and the collector does build them so (not through the class)."""
+    made = collect._REQUEST(text, document_id, start, end, tuple(prefer))
+    own = LocateRequest(text, document_id, start, end, tuple(prefer))
+    assert collect._REQUEST is not LocateRequest
+    assert type(made) is LocateRequest
+    assert made == own
+    assert hash(made) == hash(own)
+    assert repr(made) == repr(own)

@@ -8,18 +8,20 @@ The scoring rules themselves are documented in :mod:`spanchor_core.evaluate.scor
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import operator
 from array import array
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from itertools import repeat
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from spanchor_core.corpus import Corpus
 from spanchor_core.evaluate.model import LocatedResult, ProgressCallback
-from spanchor_core.evaluate.scored_columns import ResultColumns
+from spanchor_core.evaluate.scored_columns import NONE_OFFSET, ResultColumns
 from spanchor_core.gold import GoldSet
 from spanchor_core.locate import LocateRequest, Locator, MatchStatus
 from spanchor_core.runs.model import RecordFields
@@ -78,6 +80,7 @@ _STATUS_VALUE = _StatusValues({status: str(status.value) for status in MatchStat
 
 
 _NO_SPAN: frozenset[str] = frozenset({MatchStatus.UNMAPPED.value, MatchStatus.INVALID.value})
+_STATUS = operator.attrgetter("status")
 
 
 def _text_key(status: str, text: str | None) -> Hashable:
@@ -87,6 +90,44 @@ def _text_key(status: str, text: str | None) -> Hashable:
     twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
     data = (text or "").encode("utf-8", "surrogatepass")
     return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
+
+
+def _request_maker() -> Callable[..., LocateRequest]:
+    """``LocateRequest(text, document_id, start, end, prefer)`` for every result mapped: the
+    fields set through the slots' descriptors, a quarter cheaper than the frozen dataclass's
+    ``__init__`` (an ``object.__setattr__`` per field); the class itself where its fields
+    are not these or it checks them after ``__init__``."""
+    names = ("text", "document_id", "start", "end", "prefer")
+    if (
+        tuple(field.name for field in dataclasses.fields(LocateRequest)) != names
+        or LocateRequest.__slots__ != names
+        or hasattr(LocateRequest, "__post_init__")
+    ):
+        return LocateRequest  # pragma: no cover - the class as it is today takes the fast way
+    set_text, set_document, set_start, set_end, set_prefer = (
+        LocateRequest.__dict__[name].__set__ for name in names
+    )
+    new = object.__new__
+
+    def request(
+        text: str | None,
+        document_id: str | None,
+        start: int | None,
+        end: int | None,
+        prefer: tuple[DocSpan, ...],
+    ) -> LocateRequest:
+        made: LocateRequest = new(LocateRequest)
+        set_text(made, text)
+        set_document(made, document_id)
+        set_start(made, start)
+        set_end(made, end)
+        set_prefer(made, prefer)
+        return made
+
+    return request
+
+
+_REQUEST: Final = _request_maker()
 
 
 class _Stub(NamedTuple):
@@ -154,6 +195,29 @@ class SpanColumns:
                 self.starts.append(span[1])
                 self.ends.append(span[2])
         return first
+
+    def add_columns(self, results: ResultColumns, at: int) -> list[int]:
+        """Append the span of each result of ``results`` from ``at`` on (the batch just
+        located: ``LocatedResult.span`` of each, read off the columns with numpy, no object
+        per result); the positions (from ``at``) of those without one."""
+        statuses = np.frombuffer(results.statuses, dtype=np.int32)[at:]
+        documents = np.frombuffer(results.documents, dtype=np.int32)[at:]
+        starts = np.frombuffer(results.starts, dtype=np.int64)[at:]
+        ends = np.frombuffer(results.ends, dtype=np.int64)[at:]
+        names = results.names
+        # a span: a status that has one, a document (code 0 is None) and both offsets
+        spanless = np.array([name in _NO_SPAN for name in names])
+        has = (~spanless[statuses]) & (documents != 0) & (starts != NONE_OFFSET)
+        has &= ends != NONE_OFFSET
+        # document codes of these columns, given in the order the documents are first met
+        codes = self.codes
+        table = np.full(len(names), -1, dtype=np.int64)
+        for code in dict.fromkeys(documents[has].tolist()):
+            table[code] = codes.setdefault(names[code], len(codes))
+        self.documents.frombytes(np.where(has, table[documents], -1).tobytes())
+        self.starts.frombytes(np.where(has, starts, 0).tobytes())
+        self.ends.frombytes(np.where(has, ends, 0).tobytes())
+        return np.flatnonzero(~has).tolist()
 
     def absorb(self, other: SpanColumns) -> int:
         """Append every span of ``other`` (a later part of a run, collected on another
@@ -245,7 +309,7 @@ class Collector:
                 # positional, in one C loop over the result columns: keyword arguments cost a
                 # third more per result, a comprehension's unpacking another third
                 self._requests.extend(
-                    map(LocateRequest, *zip(*results, strict=True), repeat(prefer, count))
+                    map(_REQUEST, *zip(*results, strict=True), repeat(prefer, count))
                 )
         else:  # scored as an empty retrieval: nothing to map
             count = 0
@@ -270,30 +334,12 @@ class Collector:
             locations = self.locator.locate_many(requests)
         else:
             locations = []
-        status_value = _STATUS_VALUE
-        no_span = _NO_SPAN
         ranks = [slot for _, _, count in self._pending for slot in range(1, count + 1)]
-        statuses = [status_value[location.status] for location in locations]
-        at = self.results.add_located(ranks, statuses, locations)
-        spans = self.spans
-        codes, documents, starts, ends = spans.codes, spans.documents, spans.starts, spans.ends
-        base = len(documents)
-        unmapped: list[int] = []
-        for index, (status, location) in enumerate(zip(statuses, locations, strict=True)):
-            doc, start, end = location.document_id, location.start, location.end
-            # LocatedResult.span, without building the result
-            if status not in no_span and doc is not None and start is not None and end is not None:
-                code = codes.get(doc)
-                if code is None:
-                    code = codes[doc] = len(codes)
-                documents.append(code)
-                starts.append(start)
-                ends.append(end)
-            else:
-                documents.append(-1)
-                starts.append(0)
-                ends.append(0)
-                unmapped.append(index)
+        statuses = list(map(_STATUS_VALUE.__getitem__, map(_STATUS, locations)))
+        results = self.results
+        at = results.add_located(ranks, statuses, locations)
+        base = len(self.spans.documents)
+        unmapped = self.spans.add_columns(results, at)
         keys: dict[int, Hashable] = {
             index: _text_key(statuses[index], requests[index].text) for index in unmapped
         }

@@ -158,4 +158,7 @@ def _child_part(collector: Collector, stream: RunStream, start: int, stop: int) 
     stream.warnings = []
     for fields in stream.part_fields(start, stop, alone=True):
         collector.add(fields)
-    return collector.part(), stream.records_read, stream.warnings, stream.part_keys()
+    part = collector.part()
+    # the index's pages out of this child before its answer is pickled, where it peaked
+    collector.mapping_done()
+    return part, stream.records_read, stream.warnings, stream.part_keys()
