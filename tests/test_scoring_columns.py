@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spanchor_core.corpus import Corpus
-from spanchor_core.evaluate import Evaluation, collect, evaluate, scoring
+from spanchor_core.evaluate import Evaluation, evaluate, scoring
 from spanchor_core.evaluate.collect import SpanColumns
 from spanchor_core.evaluate.scored_columns import ResultColumns
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
-from spanchor_core.locate import LocateRequest, Location, MatchStatus
+from spanchor_core.locate import Location, MatchStatus
 from spanchor_core.metrics import DEFAULT_METRICS, MetricPlan, metric_plan, score_ranked
 from spanchor_core.metrics.batch import RankedColumns
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader
@@ -240,29 +240,3 @@ def test_spans_read_off_the_result_columns_are_each_results_span(
     assert fast.documents == slow.documents
     assert fast.starts == slow.starts
     assert fast.ends == slow.ends
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.one_of(st.none(), st.text(max_size=5)),
-    st.one_of(st.none(), st.text(max_size=3)),
-    st.one_of(st.none(), st.integers(0, 99)),
-    st.one_of(st.none(), st.integers(0, 99)),
-    st.lists(st.builds(DocSpan, st.text(max_size=2), st.integers(0, 9), st.integers(0, 9))),
-)
-def test_the_collectors_requests_are_the_classs_own(
-    text: str | None,
-    document_id: str | None,
-    start: int | None,
-    end: int | None,
-    prefer: list[DocSpan],
-) -> None:
-    """The requests the collector builds through the slots equal (and hash as) the ones the
-    class builds, and the collector does build them so (not through the class)."""
-    made = collect._REQUEST(text, document_id, start, end, tuple(prefer))
-    own = LocateRequest(text, document_id, start, end, tuple(prefer))
-    assert collect._REQUEST is not LocateRequest
-    assert type(made) is LocateRequest
-    assert made == own
-    assert hash(made) == hash(own)
-    assert repr(made) == repr(own)

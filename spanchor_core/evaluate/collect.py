@@ -8,14 +8,13 @@ The scoring rules themselves are documented in :mod:`spanchor_core.evaluate.scor
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from itertools import repeat
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,44 +89,6 @@ def _text_key(status: str, text: str | None) -> Hashable:
     twice is one. A mapped result's key is its span as a plain ``(document, start, end)``."""
     data = (text or "").encode("utf-8", "surrogatepass")
     return ("?", status, hashlib.blake2b(data, digest_size=10).hexdigest())
-
-
-def _request_maker() -> Callable[..., LocateRequest]:
-    """``LocateRequest(text, document_id, start, end, prefer)`` for every result mapped: the
-    fields set through the slots' descriptors, a quarter cheaper than the frozen dataclass's
-    ``__init__`` (an ``object.__setattr__`` per field); the class itself where its fields
-    are not these or it checks them after ``__init__``."""
-    names = ("text", "document_id", "start", "end", "prefer")
-    if (
-        tuple(field.name for field in dataclasses.fields(LocateRequest)) != names
-        or LocateRequest.__slots__ != names
-        or hasattr(LocateRequest, "__post_init__")
-    ):
-        return LocateRequest  # pragma: no cover - the class as it is today takes the fast way
-    set_text, set_document, set_start, set_end, set_prefer = (
-        LocateRequest.__dict__[name].__set__ for name in names
-    )
-    new = object.__new__
-
-    def request(
-        text: str | None,
-        document_id: str | None,
-        start: int | None,
-        end: int | None,
-        prefer: tuple[DocSpan, ...],
-    ) -> LocateRequest:
-        made: LocateRequest = new(LocateRequest)
-        set_text(made, text)
-        set_document(made, document_id)
-        set_start(made, start)
-        set_end(made, end)
-        set_prefer(made, prefer)
-        return made
-
-    return request
-
-
-_REQUEST: Final = _request_maker()
 
 
 class _Stub(NamedTuple):
@@ -309,7 +270,7 @@ class Collector:
                 # positional, in one C loop over the result columns: keyword arguments cost a
                 # third more per result, a comprehension's unpacking another third
                 self._requests.extend(
-                    map(_REQUEST, *zip(*results, strict=True), repeat(prefer, count))
+                    map(LocateRequest, *zip(*results, strict=True), repeat(prefer, count))
                 )
         else:  # scored as an empty retrieval: nothing to map
             count = 0
