@@ -70,8 +70,13 @@ class CorpusScanner:
             if built is None and (repeated or wanted >= _SAMPLED_AT_ONCE):
                 hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
                 blocks = code_blocks(self.documents, normalised=normalised)
+                low = None
+                if self._low_bytes[view] is None:  # the probes' bytes from the same pass
+                    blocks, low = LowBytes.alongside(blocks, self.documents.total)
                 built = SampledIndex(hasher, blocks, self.documents.total)
                 self._sampled[view] = built
+                if low is not None and low.complete:
+                    self._low_bytes[view] = low
             return built
 
     def probe(self, texts: list[str], candidates: int, *, normalised: bool) -> Probe | None:
@@ -79,7 +84,10 @@ class CorpusScanner:
         of its normalised stream), for a search about to enumerate ``candidates``: the bytes
         are kept once the searches of this scanner have enumerated more candidates than one
         corpus character in ``_PROBE_SHARE`` (below that, confirming them one by one costs less
-        than the bytes)."""
+        than a pass over the corpus and the bytes), or from the start when the sampled index
+        is built (its pass reads every code point anyway, and the short texts it serves
+        enumerate some ten candidates each, nine of them wrong: a run of 100,000 short texts
+        confirmed most of its million candidates one by one before the bytes paid)."""
         view = int(normalised)
         with self._lock:
             low = self._low_bytes[view]
