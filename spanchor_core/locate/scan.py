@@ -71,7 +71,10 @@ class CorpusScanner:
                 hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
                 blocks = code_blocks(self.documents, normalised=normalised)
                 low = None
-                if self._low_bytes[view] is None:  # the probes' bytes from the same pass
+                # the probes' bytes of the canonical text from the same pass (the normalised
+                # stage sees only the few texts the exact one did not place: there the bytes
+                # wait for their candidates, as before)
+                if not normalised and self._low_bytes[view] is None:
                     blocks, low = LowBytes.alongside(blocks, self.documents.total)
                 built = SampledIndex(hasher, blocks, self.documents.total)
                 self._sampled[view] = built
@@ -84,10 +87,11 @@ class CorpusScanner:
         of its normalised stream), for a search about to enumerate ``candidates``: the bytes
         are kept once the searches of this scanner have enumerated more candidates than one
         corpus character in ``_PROBE_SHARE`` (below that, confirming them one by one costs less
-        than a pass over the corpus and the bytes), or from the start when the sampled index
-        is built (its pass reads every code point anyway, and the short texts it serves
-        enumerate some ten candidates each, nine of them wrong: a run of 100,000 short texts
-        confirmed most of its million candidates one by one before the bytes paid)."""
+        than a pass over the corpus and the bytes); those of the canonical text from the start
+        when its sampled index is built (its pass reads every code point anyway, and the short
+        texts it serves enumerate some ten candidates each, nine of them wrong: a run of
+        100,000 short texts confirmed most of its million candidates one by one before the
+        bytes paid)."""
         view = int(normalised)
         with self._lock:
             low = self._low_bytes[view]

@@ -128,6 +128,23 @@ def test_a_run_of_short_texts_indexes_its_few_normalised_ones_without_a_pass() -
     assert ctx.scanner._passes[1] == 0, "no normalised scan pass was run"
 
 
+def test_the_sampled_exact_index_brings_the_probes_bytes_from_its_own_pass() -> None:
+    """The low bytes taken while the sampled index is built are those a pass of their own
+    keeps, and the normalised searches after them give the reference's answers."""
+    ctx = _context(_documents(8))
+    texts = ctx.documents.texts
+    needles = _needles(texts, random.Random(8), 19, 40, 400)
+    assert exact_occurrences(ctx, needles) == [_exact_reference(texts, t) for t in needles]
+    low = ctx.scanner._low_bytes[0]
+    assert low is not None
+    assert low.complete
+    alone = LowBytes(code_blocks(ctx.documents, normalised=False), ctx.documents.total)
+    assert low.data == alone.data
+    assert np.array_equal(low.words, alone.words)
+    norms = [normalise(t) for t in needles[:40]]
+    assert normalised_occurrences(ctx, norms) == [_normalised_reference(texts, n) for n in norms]
+
+
 def test_a_few_short_normalised_texts_alone_are_scanned_first() -> None:
     """Without a sign that the run has many short texts, a batch of a few is scanned (the
     sampled index costs memory), and the next batch that needs a pass builds it."""
