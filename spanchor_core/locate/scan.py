@@ -61,7 +61,7 @@ class CorpusScanner:
         large (``batch_results``) holds half as many short texts a batch, and the normalised
         stage of such a run sees only the few the exact one did not place (the absent ones,
         about 5 % of them). Building costs about one scan pass, so paying a pass on the first
-        batch and then building on the second cost a tenth of the short row's mapping."""
+        batch and then building on the second cost a fifth of the short row's mapping."""
         view = int(normalised)
         with self._lock:
             built = self._sampled[view]
