@@ -57,7 +57,7 @@ class CorpusScanner:
         full scan pass once this run has shown it has short texts (a pass needed before, or
         the other view's sampled index built); until then ``None`` (scan instead).
 
-        Each rule is per run, not per batch: a run of short chunks whose batches are half as
+        The second rule is per run, not per batch: a run of short chunks in batches half as
         large (``batch_results``) holds half as many short texts a batch, and the normalised
         stage of such a run sees only the few the exact one did not place (the absent ones,
         about 5 % of them). Building costs about one scan pass, so paying a pass on the first
