@@ -145,9 +145,10 @@ class IndexBuilder:
         # the k - 1 k-grams across a boundary are padding already; the rest goes before the
         # next document's first k-gram (a boundary at this block's own start was padded by
         # the block before, which also holds the windows that reach into that padding)
-        pads = [np.repeat(rel[rel <= len(h)], max(0, w - k))]
-        if start == 0:  # before the first document
+        pads = []
+        if start == 0:  # before the first document (first: the positions stay in order)
             pads.append(np.zeros(w - 1, dtype=np.int64))
+        pads.append(np.repeat(rel[rel <= len(h)], max(0, w - k)))
         if last:  # after the last one
             pads.append(np.full(w - 1, len(h), dtype=np.int64))
         at = np.concatenate(pads)
@@ -225,16 +226,19 @@ def _padded_minimizers(h: U64, at: I64, w: int) -> npt.NDArray[np.intp]:
 
     What two ``np.insert`` calls (the hashes, and a mask of the real positions) did, with the
     padded array written once: the slots of the inserted values are ``sorted(at) + j``, and
-    the picked padded positions (never a slot: a ``SENTINEL`` is never picked) are mapped back
-    by the number of slots before each."""
-    slots = np.sort(at) + np.arange(len(at), dtype=np.int64)
+    the padded mask read at the real positions is the mask of ``h``'s own. ``at`` comes sorted
+    from the builder (sorted here otherwise): a block of tiny documents pads some 300 of
+    them, and sorting the pads and mapping the picks back by a binary search each cost that
+    block more than its hashing did."""
+    if len(at) > 1 and bool((at[1:] < at[:-1]).any()):
+        at = np.sort(at)
+    slots = at + np.arange(len(at), dtype=np.int64)
     padded = np.empty(len(h) + len(at), dtype=np.uint64)
     padded[slots] = SENTINEL
     real = np.ones(len(padded), dtype=np.bool_)
     real[slots] = False
     padded[real] = h
-    picked = np.flatnonzero(minimizer_mask(padded, w))
-    return picked - np.searchsorted(slots, picked)
+    return np.flatnonzero(minimizer_mask(padded, w)[real])
 
 
 def keep_on_heap(chars: int) -> None:

@@ -35,20 +35,54 @@ U64 = npt.NDArray[np.uint64]
 class LowBytes:
     """The low byte of each code point of one virtual text, in one ``bytearray``."""
 
+    data: bytearray  # bytearray.find searches it like a string
+    words: U64  # every run of 8 bytes as one little-endian word
+
     def __init__(self, blocks: Iterator[npt.NDArray[np.uint32]], total: int) -> None:
         """Keep ``blocks`` (the code points of a text of at most ``total`` characters)."""
-        data = bytearray(total)
-        view = np.frombuffer(data, dtype=np.uint8)
-        filled = 0
+        self._start(total)
         for codes in blocks:
-            view[filled : filled + len(codes)] = codes  # the cast keeps the low byte
-            filled += len(codes)
-        del view  # no export of the buffer left: it may shrink
+            self._add(codes)
+        self._finish()
+
+    @classmethod
+    def alongside(
+        cls, blocks: Iterator[npt.NDArray[np.uint32]], total: int
+    ) -> tuple[Iterator[npt.NDArray[np.uint32]], LowBytes]:
+        """``blocks`` passed on unchanged, and the low bytes kept of them as they pass: for a
+        pass over the text that another structure makes anyway (the sampled index), so that
+        the bytes cost no pass of their own. Complete (``complete``) once every block passed."""
+        low = cls.__new__(cls)
+        low._start(total)
+
+        def passing() -> Iterator[npt.NDArray[np.uint32]]:
+            for codes in blocks:
+                low._add(codes)
+                yield codes
+            low._finish()
+
+        return passing(), low
+
+    def _start(self, total: int) -> None:
+        self.complete = False
+        self._data = bytearray(total)
+        self._view = np.frombuffer(self._data, dtype=np.uint8)
+        self._filled = 0
+
+    def _add(self, codes: npt.NDArray[np.uint32]) -> None:
+        filled = self._filled
+        self._view[filled : filled + len(codes)] = codes  # the cast keeps the low byte
+        self._filled = filled + len(codes)
+
+    def _finish(self) -> None:
+        data, filled = self._data, self._filled
+        del self._view, self._data  # no export of the buffer left: it may shrink
         del data[filled:]  # the normalised stream is shorter
-        self.data = data  # bytearray.find searches it like a string
-        # every run of 8 bytes as one little-endian word (unaligned reads of the same memory)
+        self.data = data
+        # unaligned reads of the same memory
         words = max(0, filled - PROBE_CHARS + 1)
-        self.words: U64 = np.ndarray((words,), dtype="<u8", buffer=self.data, strides=(1,))
+        self.words = np.ndarray((words,), dtype="<u8", buffer=data, strides=(1,))
+        self.complete = True
 
     @property
     def nbytes(self) -> int:
@@ -74,6 +108,7 @@ class Probe:
 
     def __init__(self, words: U64, texts: list[str]) -> None:
         self.words = words
+        self.length = len(words) + PROBE_CHARS - 1 if len(words) else 0  # of the text read
         sizes = np.array([len(t) for t in texts], dtype=np.int64)
         codes = code_points("".join(texts))
         bases = np.cumsum(sizes) - sizes

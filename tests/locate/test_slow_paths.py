@@ -113,6 +113,53 @@ def test_a_few_short_texts_are_scanned_until_a_second_batch_needs_them() -> None
     assert ctx.scanner._normalised_text is not None
 
 
+def test_a_run_of_short_texts_indexes_its_few_normalised_ones_without_a_pass() -> None:
+    """Once the exact stage has built its sampled index (a run of short chunks), the few short
+    texts its normalised stage gets (fewer than a batch's worth) use the normalised sampled
+    index at once: no full scan pass first, whatever the size of the run's batches."""
+    ctx = _context(_documents(6))
+    texts = ctx.documents.texts
+    needles = _needles(texts, random.Random(6), 19, 40, 400)
+    assert exact_occurrences(ctx, needles) == [_exact_reference(texts, t) for t in needles]
+    assert ctx.scanner._sampled[0] is not None
+    norms = [normalise(t) for t in needles[:40]]  # under _SAMPLED_AT_ONCE, over _SCAN_BATCH_MIN
+    assert normalised_occurrences(ctx, norms) == [_normalised_reference(texts, n) for n in norms]
+    assert ctx.scanner._sampled[1] is not None, "the sampled normalised index was built"
+    assert ctx.scanner._passes[1] == 0, "no normalised scan pass was run"
+
+
+def test_the_sampled_exact_index_brings_the_probes_bytes_from_its_own_pass() -> None:
+    """The low bytes taken while the sampled index is built are those a pass of their own
+    keeps, and the normalised searches after them give the reference's answers."""
+    ctx = _context(_documents(8))
+    texts = ctx.documents.texts
+    needles = _needles(texts, random.Random(8), 19, 40, 400)
+    assert exact_occurrences(ctx, needles) == [_exact_reference(texts, t) for t in needles]
+    low = ctx.scanner._low_bytes[0]
+    assert low is not None
+    assert low.complete
+    alone = LowBytes(code_blocks(ctx.documents, normalised=False), ctx.documents.total)
+    assert low.data == alone.data
+    assert np.array_equal(low.words, alone.words)
+    norms = [normalise(t) for t in needles[:40]]
+    assert normalised_occurrences(ctx, norms) == [_normalised_reference(texts, n) for n in norms]
+
+
+def test_a_few_short_normalised_texts_alone_are_scanned_first() -> None:
+    """Without a sign that the run has many short texts, a batch of a few is scanned (the
+    sampled index costs memory), and the next batch that needs a pass builds it."""
+    ctx = _context(_documents(7))
+    texts = ctx.documents.texts
+    norms = [normalise(t) for t in _needles(texts, random.Random(7), 30, 50, 60)]
+    norms = [n for n in norms if len(n) >= SampledIndex.shortest][:40]
+    assert normalised_occurrences(ctx, norms) == [_normalised_reference(texts, n) for n in norms]
+    assert ctx.scanner._passes[1] == 1
+    assert ctx.scanner._sampled == [None, None]
+    assert normalised_occurrences(ctx, norms) == [_normalised_reference(texts, n) for n in norms]
+    assert ctx.scanner._sampled[0] is None
+    assert ctx.scanner._sampled[1] is not None
+
+
 def test_frequent_texts_through_their_rarest_minimizer_however_frequent() -> None:
     docs = _documents(4)
     # every minimizer of the header occurs more often than max_occurrences allows
