@@ -23,7 +23,7 @@ from spanchor_core.locate.documents import Occurrence
 from spanchor_core.locate.hashing import I64, U64
 from spanchor_core.locate.model import Location, MatchStatus
 from spanchor_core.locate.normalised_view import CHECKPOINT, NormalisedView
-from spanchor_core.locate.resolve import Pending, choose, placed_once, unmapped
+from spanchor_core.locate.resolve import Pending, choose, unmapped
 from spanchor_core.locate.windows import RegionWindows, normalised_points, region_windows
 
 __all__ = ["fuzzy_stage", "resolve_scored"]
@@ -369,25 +369,19 @@ def _align_group(
         for norm, a, b in zip(norms, starts, ends, strict=True)
     ]
     c_lo, c_hi = _canonical_spans(windows, aligned)
-    ids = ctx.documents.ids
     w = 0
     for (job, _), count in zip(group, counts, strict=True):
         if count == 1:  # one place aligned: resolve_scored's common case, without its lists
             found = aligned[w]
             if found is not None and found[0] >= threshold:
-                if job.named is None:  # choose's common case: one place, no document claim
-                    results[job.slot] = placed_once(
-                        ids[docs[w]], job, c_lo[w], c_hi[w], MatchStatus.FUZZY, found[0]
-                    )
-                else:
-                    results[job.slot] = choose(
-                        ctx,
-                        job,
-                        [(docs[w], c_lo[w], c_hi[w])],
-                        MatchStatus.FUZZY,
-                        found[0],
-                        "approximate text",
-                    )
+                results[job.slot] = choose(
+                    ctx,
+                    job,
+                    [(docs[w], c_lo[w], c_hi[w])],
+                    MatchStatus.FUZZY,
+                    found[0],
+                    "approximate text",
+                )
             else:
                 weak: list[Scored] = (
                     [] if found is None else [(found[0], docs[w], c_lo[w], c_hi[w])]
