@@ -60,6 +60,19 @@ def test_evaluate_exit_3_when_unmapped_rate_exceeded(
     assert "unmapped rate 100.0%" in err
 
 
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_evaluate_exit_3_on_an_incomplete_run_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, quiet: list[str]
+) -> None:
+    run = tmp_path / "run.jsonl"
+    lines = Path(CAND).read_text(encoding="utf-8").splitlines()
+    run.write_text("\n".join(lines[:11]) + "\n", encoding="utf-8")  # 10 of 57 queries
+    code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run), *quiet)
+    assert code == 3
+    assert "untrusted: the run is incomplete: 47 of 57 gold queries have no record (" in err
+    assert "scored 0" in err
+
+
 def test_compare_runs_fails_on_regression_and_writes_json(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

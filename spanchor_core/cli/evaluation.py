@@ -213,6 +213,17 @@ def evaluate(
             f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "
             f"{max_unmapped_rate:.1%}: check that the run was made from these documents"
         )
+    if outcome.incomplete:  # exit 3 says why, --quiet or not (as the gate's untrusted line)
+        missing = evaluation.missing_in_run
+        shown = ", ".join(escape_control(qid) for qid in missing[:5])
+        if len(missing) > 5:
+            shown += f" and {len(missing) - 5} more"
+        err().print(
+            f"untrusted: the run is incomplete: {len(missing)} of {len(evaluation)} gold queries "
+            f"have no record ({shown}); they are scored 0. Was the job interrupted, or a "
+            "retrieval made outside the recording scope?",
+            markup=False,
+        )
     raise typer.Exit(outcome.exit_code)
 
 
