@@ -480,6 +480,24 @@ def compare_command(
     raise typer.Exit(outcome.exit_code)
 
 
+def _check_gate_flags(group: str | None, max_unmapped_rate: float | None) -> None:
+    """Refuse a bad ``--group`` or ``--max-unmapped-rate`` as the flag's error: merged into the
+    settings first, it was blamed on the settings file, or (with none) reported as "no settings
+    found" to a command line that named both sides."""
+    if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
+        raise typer.BadParameter(
+            f"must be between 0 and 1, got {max_unmapped_rate}", param_hint="'--max-unmapped-rate'"
+        )
+    if group is not None:
+        from spanchor_core.errors import InputError
+        from spanchor_core.grouping import parse_group_rule
+
+        try:
+            parse_group_rule(group)
+        except InputError as exc:
+            raise typer.BadParameter(str(exc), param_hint="'--group'") from None
+
+
 def gate(
     config_file: Annotated[
         Path | None,
@@ -556,6 +574,7 @@ def gate(
     from spanchor_core.pipeline import run_gate
     from spanchor_core.settings import gate_config_from_pyproject, settings_file
 
+    _check_gate_flags(group, max_unmapped_rate)
     config_file = settings_file(config_file)
     config = gate_config_from_pyproject(
         config_file,
