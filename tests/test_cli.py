@@ -60,6 +60,19 @@ def test_evaluate_exit_3_when_unmapped_rate_exceeded(
     assert "unmapped rate 100.0%" in err
 
 
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_evaluate_exit_3_on_an_incomplete_run_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, quiet: list[str]
+) -> None:
+    run = tmp_path / "run.jsonl"
+    lines = Path(CAND).read_text(encoding="utf-8").splitlines()
+    run.write_text("\n".join(lines[:11]) + "\n", encoding="utf-8")  # 10 of 57 queries
+    code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run), *quiet)
+    assert code == 3
+    assert "untrusted: the run is incomplete: 47 of 57 gold queries have no record (" in err
+    assert "scored 0" in err
+
+
 def test_compare_runs_fails_on_regression_and_writes_json(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -120,6 +133,39 @@ def test_bad_input_is_one_line_and_exit_2(
     assert code == 2
     assert fragment in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "fragment"),
+    [
+        ("--group", "bogus", "unknown group rule 'bogus'"),
+        ("--max-unmapped-rate", "7", "between 0 and 1"),
+    ],
+)
+@pytest.mark.parametrize("with_file", [True, False])
+def test_a_bad_gate_flag_is_blamed_on_the_flag_not_on_the_settings(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flag: str,
+    value: str,
+    fragment: str,
+    with_file: bool,
+) -> None:
+    # with a settings file, the error named the file ("fix group in [tool.spanchor] of this
+    # file"); without one, it said no settings were found and asked for the --baseline and
+    # --candidate that were given
+    monkeypatch.chdir(tmp_path)
+    sides = ["--docs", DOCS, "--gold", GOLD, "--baseline", BASE, "--candidate", CAND]
+    config = ["--config", str(QUICKSTART / "spanchor.toml")] if with_file else sides
+    code, out, err = run_cli(capsys, "gate", *config, flag, value)
+    assert code == 2
+    assert fragment in err
+    assert flag in err
+    assert "of this file" not in err
+    assert "no spanchor settings found" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err + out
 
 
 def test_run_for_another_gold_set_is_refused(

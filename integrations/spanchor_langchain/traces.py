@@ -19,7 +19,10 @@ and decides at its end which of them reached the model. The rule (also in the RE
      no other list (a chain that ends in a retriever, ``{"context": retriever, ...}``, a
      node calling ``retriever.invoke``, ``with_fallbacks``): the retrieval line already says
      it, and evaluation takes it as the context. A step that *chose* it among several lists
-     (a hybrid merge that kept one side) makes it a candidate.
+     (a hybrid merge that kept one side) makes it a candidate;
+  4. the step hands on **every** list its inputs held (an ``assign`` adding a key to a state
+     that already holds the retrieved and the reranked lists): it chose none of them, so
+     none of those lists is its candidate (a new list it adds still is).
 * A candidate is **superseded** when a later step took it as input and produced a new list
   (a reranker, a merge of hybrid results, a filter): the model saw the new one.
 * When the top-level run ends (or fails), every candidate left is written, stage
@@ -162,12 +165,15 @@ class Trace:
         that are already candidates."""
         added = 0
         inputs = step.input_keys
-        for position, (name, documents) in enumerate(lists):
-            key = documents_key(documents)
+        keys = [documents_key(documents) for _, documents in lists]
+        hands_on_all = passthrough and bool(inputs) and inputs <= set(keys)
+        for position, ((name, documents), key) in enumerate(zip(lists, keys, strict=True)):
             if key in self.candidate_keys:
                 continue  # rule 1
             if passthrough and (key in self.keys or key in inputs) and not (inputs - {key}):
                 continue  # rules 2 and 3: nothing else in the inputs it could be chosen from
+            if hands_on_all and key in inputs:
+                continue  # rule 4: every input list handed on, none chosen
             self.keys.add(key)
             self.candidate_keys.add(key)
             self.candidates.append(Candidate(key, documents, run_id, step, ended, position, name))

@@ -213,6 +213,17 @@ def evaluate(
             f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "
             f"{max_unmapped_rate:.1%}: check that the run was made from these documents"
         )
+    if outcome.incomplete:  # exit 3 says why, --quiet or not (as the gate's untrusted line)
+        missing = evaluation.missing_in_run
+        shown = ", ".join(escape_control(qid) for qid in missing[:5])
+        if len(missing) > 5:
+            shown += f" and {len(missing) - 5} more"
+        err().print(
+            f"untrusted: the run is incomplete: {len(missing)} of {len(evaluation)} gold queries "
+            f"have no record ({shown}); they are scored 0. Was the job interrupted, or a "
+            "retrieval made outside the recording scope?",
+            markup=False,
+        )
     raise typer.Exit(outcome.exit_code)
 
 
@@ -469,6 +480,24 @@ def compare_command(
     raise typer.Exit(outcome.exit_code)
 
 
+def _check_gate_flags(group: str | None, max_unmapped_rate: float | None) -> None:
+    """Refuse a bad ``--group`` or ``--max-unmapped-rate`` as the flag's error: merged into the
+    settings first, it was blamed on the settings file, or (with none) reported as "no settings
+    found" to a command line that named both sides."""
+    if max_unmapped_rate is not None and not 0.0 <= max_unmapped_rate <= 1.0:
+        raise typer.BadParameter(
+            f"must be between 0 and 1, got {max_unmapped_rate}", param_hint="'--max-unmapped-rate'"
+        )
+    if group is not None:
+        from spanchor_core.errors import InputError
+        from spanchor_core.grouping import parse_group_rule
+
+        try:
+            parse_group_rule(group)
+        except InputError as exc:
+            raise typer.BadParameter(str(exc), param_hint="'--group'") from None
+
+
 def gate(
     config_file: Annotated[
         Path | None,
@@ -545,6 +574,7 @@ def gate(
     from spanchor_core.pipeline import run_gate
     from spanchor_core.settings import gate_config_from_pyproject, settings_file
 
+    _check_gate_flags(group, max_unmapped_rate)
     config_file = settings_file(config_file)
     config = gate_config_from_pyproject(
         config_file,

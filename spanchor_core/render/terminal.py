@@ -24,8 +24,11 @@ from spanchor_core.metrics import DEFAULT_METRICS, metric_parts
 from spanchor_core.render.text import escape_control, metric_grid
 from spanchor_core.render.wording import (
     INTERVAL_AND_P_NOTE,
+    REPEATED_NOTE,
     coverage_lines,
+    grouped_note,
     interval_and_p_disagree,
+    several_records,
 )
 
 if (
@@ -125,11 +128,13 @@ def mapping_line(evaluation: Evaluation) -> str:
 def coverage_line(evaluation: Evaluation) -> str:
     """Which queries were scored and which records were left out, in one line of plain text."""
     parts = [f"queries: {len(evaluation)} scored"]
+    grouped, repeated = several_records(evaluation)
     for label, items in (
         ("missing from the run (scored 0)", evaluation.missing_in_run),
         ("run records not in the gold set", evaluation.not_in_gold),
         ("unresolved query texts", evaluation.unresolved),
-        ("duplicate records (last kept)", evaluation.duplicates),
+        (f"with several records in one asking ({grouped_note(evaluation)})", grouped),
+        (f"asked more than once ({REPEATED_NOTE})", repeated),
         ("failed retrievals (scored 0)", evaluation.errors),
         ("skipped gold queries", tuple(evaluation.skipped)),
     ):

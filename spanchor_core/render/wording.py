@@ -32,12 +32,14 @@ __all__ = [
     "FLAKY_BAND_NOTE",
     "INTERVAL_AND_P_NOTE",
     "MAPPING_COLUMNS",
+    "REPEATED_NOTE",
     "CoverageEntry",
     "aggregate_headings",
     "change_text",
     "counts_text",
     "coverage_entries",
     "gate_text",
+    "grouped_note",
     "headline_metrics",
     "improved_metrics",
     "improvements",
@@ -48,6 +50,7 @@ __all__ = [
     "regressed_text",
     "retriever_description",
     "retriever_parameters",
+    "several_records",
     "verdict_word",
 ]
 
@@ -108,6 +111,26 @@ class CoverageEntry(NamedTuple):
         return text
 
 
+REPEATED_NOTE: Final = "scored as the mean of the askings"
+"""How a query asked in several traces counts (:mod:`spanchor_core.grouping`)."""
+
+
+def grouped_note(evaluation: Evaluation) -> str:
+    """How the records of one asking became one list: the evaluation's grouping rule."""
+    return f"grouped by the {evaluation.settings.group} rule"
+
+
+def several_records(evaluation: Evaluation) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The queries with several records (``evaluation.duplicates``, in its order), split into
+    those asked once — their records grouped into one list by the evaluation's rule — and those
+    asked in several traces, scored as the mean of the askings. Neither is "the last record"."""
+    repeated = frozenset(evaluation.repeated)
+    return (
+        tuple(qid for qid in evaluation.duplicates if qid not in repeated),
+        tuple(qid for qid in evaluation.duplicates if qid in repeated),
+    )
+
+
 def coverage_entries(evaluation: Evaluation, *, redact: bool) -> list[CoverageEntry]:
     """The evaluation's coverage problems in report order; empty when every gold query had
     exactly one record and every record a gold query. ``redact`` drops error messages and
@@ -143,7 +166,11 @@ def coverage_entries(evaluation: Evaluation, *, redact: bool) -> list[CoverageEn
             plain(evaluation.unresolved),
             listed=not redact,
         ),
-        CoverageEntry("Several records", "the last one was scored", plain(evaluation.duplicates)),
+    ]
+    grouped, repeated = several_records(evaluation)
+    entries += [
+        CoverageEntry("Several records in one asking", grouped_note(evaluation), plain(grouped)),
+        CoverageEntry("Asked more than once", REPEATED_NOTE, plain(repeated)),
     ]
     return [entry for entry in entries if entry.items]
 

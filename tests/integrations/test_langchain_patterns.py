@@ -24,7 +24,13 @@ pytest.importorskip("langgraph")
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
-from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, chain
+from langchain_core.runnables import (
+    Runnable,
+    RunnableLambda,
+    RunnableParallel,
+    RunnablePassthrough,
+    chain,
+)
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import END, START, StateGraph
@@ -365,3 +371,36 @@ def test_gold_set_hand_check_of_one_trace(tmp_path: Path) -> None:
     )
     gold = GoldSet([GOLD["q3"]])
     assert evaluate(CORPUS, gold, read_run(path))["q3"]["hit@3"] == 1.0
+
+
+# -- LCEL state built with RunnablePassthrough.assign: retrieve, rerank, format ------------------
+
+
+def test_assign_chain_records_the_reranked_list_not_the_state_it_hands_on(tmp_path: Path) -> None:
+    # The "return sources" shape of LangChain's how-tos: each ``assign`` adds a key to a dict
+    # that keeps the earlier ones, so after the rerank the state holds both the retrieved list
+    # and the reranked one. The step after the rerank hands both on unchanged; it chose
+    # neither, and must not supersede the reranked list the prompt was built from.
+    prompts: list[str] = []
+
+    def rerank(state: dict[str, Any]) -> list[Document]:
+        return sorted(state["docs"], key=lambda d: len(d.page_content))[:2]
+
+    def prompt(state: dict[str, Any]) -> str:
+        prompts.append("\n\n".join(d.page_content for d in state["top"]))
+        return prompts[-1]
+
+    retriever = STORE.as_retriever(search_kwargs={"k": 4})
+    app = (
+        RunnablePassthrough.assign(docs=operator.itemgetter("question") | retriever)
+        | RunnablePassthrough.assign(top=RunnableLambda(rerank).with_config(run_name="rerank"))
+        | RunnablePassthrough.assign(answer=RunnableLambda(prompt))
+    )
+    run = record_batch(app, [{"question": q} for q in QUESTIONS], tmp_path / "run.jsonl")
+    found = contexts(run)
+    assert len(found) == len(QUESTIONS)
+    for question, shown in zip(QUESTIONS, prompts, strict=True):
+        record = next(r for r in found.values() if r.query == question)
+        assert record.source == "rerank"
+        assert "\n\n".join(str(r.text) for r in record.results) == shown
+        assert len(record.results) == 2

@@ -498,7 +498,7 @@ def test_evaluation_coverage_lists_and_redaction(corpus: Corpus, gold: GoldSet) 
     assert "- **Retriever errors** (scored as empty retrievals): 1 — q2 (timeout asking" in text
     assert "- **Not in the gold set** (ignored): 1 — zz" in text
     assert "- **Records without a query id** (ignored): 1 — An orphan question?" in text
-    assert "- **Several records** (the last one was scored): 1 — q1" in text
+    assert "- **Asked more than once** (scored as the mean of the askings): 1 — q1" in text
     assert (
         "| q3 | Where is Paris? \\| the capital<br>of \\*France\\* &lt;b&gt; | missing in run |"
         in text
