@@ -412,8 +412,10 @@ def chunking_split(
         {qid: candidate.queries[qid].metrics[metric] for qid in ids},
         metric=metric,
     )
+    # the depth of the list each query was scored on (a query engine's context line), not
+    # every result of its records (``mapping.total`` also counts the retrieval line before it)
     deepest = max(
-        (side.queries[qid].mapping.total for side in (baseline, candidate) for qid in ids),
+        (len(side.queries[qid].results) for side in (baseline, candidate) for qid in ids),
         default=None,
     )
     if deepest is not None and deepest < k:

@@ -6,7 +6,7 @@ process's collector (:meth:`~spanchor_core.evaluate.collect.Collector.absorb`) b
 
 Why: reading, parsing and mapping the records is three quarters of ``spanchor evaluate``'s
 time, and each record is read and mapped on its own, whatever came before it. What crosses
-records — a query's several records (the last one wins, or the grouping rule merges them),
+records — a query's several records (grouped by the grouping rule, askings averaged),
 repeated ids, ids outside the gold set, records resolved by their text, the stage counts —
 is decided by scoring after every part is in, on the records in file order, exactly as when
 one process read them all; the merge only appends (:class:`~spanchor_core.evaluate.collect.

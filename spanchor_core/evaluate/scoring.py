@@ -7,8 +7,11 @@ How a run is scored (the rules a reader of a report needs):
   an id gets the id of the gold query with the same text. Records that still have no id are
   listed as ``unresolved``; records whose id is not in the gold set as ``not_in_gold``. Neither
   is mapped nor scored.
-* Several records for one query id: the **last one wins** (a run file is appended to, so a later
-  line is a retry or a re-run), and the id is listed in ``duplicates``.
+* Several records for one query id are made into what is scored by the grouping rule
+  (:mod:`spanchor_core.grouping`): records of one asking (one ``trace_id``) become one ranked
+  list (under ``auto``, the latest stage present, e.g. the ``context`` a model saw), and a
+  question asked in several traces is scored as the mean of its askings and listed as
+  repeated. The id is listed in ``duplicates`` either way.
 * A gold query with no record is scored as an empty retrieval (every metric 0) and listed in
   ``missing_in_run``: a retriever that skipped a query must not look better for it.
 * A record with an ``error`` is scored as an empty retrieval, whatever results it carries, and

@@ -126,3 +126,39 @@ def test_split_change_needs_an_oracle_for_every_compared_query() -> None:
     with pytest.raises(InputError, match="finite"):
         split_change({"q1": 1}, {"q1": 1}, {"q1": math.nan}, {"q1": 1})
     assert split_change({}, {}, {}, {}).line() == "recall: no queries to split"
+
+
+def test_the_depth_note_counts_the_scored_list_not_every_record() -> None:
+    """A LlamaIndex query engine records a retrieval of 8 and a context of 4 in one trace; the
+    context is scored, so the run holds 4 results per query: below recall@5's K the split says
+    so (counting both records' 8 results, it said "at most 8" at K=10 and nothing at K=5)."""
+    from spanchor_core.corpus import Corpus
+    from spanchor_core.diagnosis.oracle import chunking_split
+    from spanchor_core.evaluate import evaluate
+    from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+    from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader
+
+    text = "".join(f"Sentence number {i:02d} of the one document. " for i in range(40))
+    corpus = Corpus.from_texts({"doc": text})
+    step = len("Sentence number 00 of the one document. ")
+    gold = GoldSet([GoldQuery("q1", "where?", (Anchor.from_span(corpus, "doc", 0, step),))])
+
+    def results(count: int) -> tuple[RetrievedResult, ...]:
+        return tuple(
+            RetrievedResult(rank=r + 1, text=text[(r + 1) * step : (r + 2) * step].strip())
+            for r in range(count)
+        )
+
+    run = Run(
+        RunHeader(),
+        [
+            RetrievalRecord("q1", "where?", results(8), trace_id="t", stage="retrieval"),
+            RetrievalRecord("q1", "where?", results(4), trace_id="t", stage="context"),
+        ],
+    )
+    evaluation = evaluate(corpus, gold, run, k=(1, 5, 10))
+    assert len(evaluation["q1"].results) == 4  # the context line is what was scored
+    chunks = {"doc": [(i * step, (i + 1) * step) for i in range(40)]}
+    assert chunking_split(evaluation, evaluation, chunks, chunks, k=5).depth == 4
+    assert chunking_split(evaluation, evaluation, chunks, chunks, k=10).depth == 4
+    assert chunking_split(evaluation, evaluation, chunks, chunks, k=1).depth is None
