@@ -60,6 +60,29 @@ def test_evaluate_exit_3_when_unmapped_rate_exceeded(
     assert "unmapped rate 100.0%" in err
 
 
+@pytest.mark.parametrize("differ", [True, False])
+def test_evaluate_warns_of_askings_that_differ(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, differ: bool
+) -> None:
+    """A run appended to twice (every question asked twice, without trace ids): scored as the
+    mean of the askings, which evaluate says when the askings differ (and only then)."""
+    lines = Path(CAND).read_text(encoding="utf-8").splitlines()
+    header, records = lines[0], [json.loads(line) for line in lines[1:]]
+    again = [dict(record) for record in records]
+    if differ:
+        for record in again[:3]:
+            record["results"] = record["results"][::-1][:1]
+    run = tmp_path / "run.jsonl"
+    text = "\n".join([header, *(json.dumps(r) for r in records + again)]) + "\n"
+    run.write_text(text, encoding="utf-8")
+    code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run), "-q")
+    assert code == 0
+    if differ:
+        assert "warning: 3 queries were asked more than once with different results (" in err
+    else:
+        assert "asked more than once" not in err
+
+
 @pytest.mark.parametrize("quiet", [[], ["-q"]])
 def test_evaluate_exit_3_on_an_incomplete_run_says_why(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, quiet: list[str]

@@ -208,6 +208,17 @@ def evaluate(
             console.print(f"wrote {output}", markup=False)
     for warning in evaluation.warnings:
         err().print(f"warning: {escape_control(warning)}", markup=False)
+    if evaluation.divergent:  # averaged here; compare and gate refuse it against one asking
+        divergent = evaluation.divergent
+        shown = ", ".join(escape_control(qid) for qid in divergent[:5])
+        if len(divergent) > 5:
+            shown += f" and {len(divergent) - 5} more"
+        err().print(
+            f"warning: {len(divergent)} queries were asked more than once with different "
+            f"results ({shown}); each is scored as the mean of its askings (a run appended to "
+            "twice? compare and gate refuse it against a run that asked each question once)",
+            markup=False,
+        )
     if outcome.unmapped_exceeded:
         err().print(
             f"unmapped rate {evaluation.mapping.unmapped_rate:.1%} exceeds --max-unmapped-rate "
