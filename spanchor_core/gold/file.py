@@ -253,13 +253,13 @@ def _fast_query(text: str, line: int) -> GoldQuery | None:
 
     orjson refuses what the strict reader refuses (bad syntax, ``NaN``, numbers beyond a
     float, lone surrogates, a byte-order mark) except a key twice in one object, which it keeps
-    once, and an integer beyond 64 bits, which it turns into a float (no plain line holds a
+    once, and an integer beyond 64 bits, which it turns into a float (a plain line holds no
     float: offsets must be ``int``). A plain line without metadata holds no object but itself
-    and its anchors (four keys each): ``keys`` members in all. The line has no repeated key
-    when it has ``keys`` colons (each key has one, outside strings, so any more are inside
-    strings or repeated keys), or else when it has ``keys`` times ``":`` (every key ends so
-    unless white space follows it, :data:`_SPACED_KEY`, and a string holds ``":`` only
-    escaped, ``\\":``). Metadata (any JSON) always goes the strict way.
+    and its anchors (four keys each): ``keys`` keys as parsed, fewer than the line has if one
+    came twice. Each key the line has is followed by one colon, and by ``":`` unless white
+    space comes between (:data:`_SPACED_KEY`); any other colon, or ``":``, is inside a string.
+    So ``keys`` colons, or ``keys`` times ``":`` and no spaced key, prove that no key came
+    twice. Metadata (any JSON) always goes the strict way.
     """
     try:
         data = orjson.loads(text)
@@ -271,9 +271,7 @@ def _fast_query(text: str, line: int) -> GoldQuery | None:
     if query is None:
         return None
     keys = len(data) + 4 * len(query.anchors)
-    if text.count(":") == keys or (
-        text.count('":') == keys and '\\":' not in text and _SPACED_KEY.search(text) is None
-    ):
+    if text.count(":") == keys or (text.count('":') == keys and _SPACED_KEY.search(text) is None):
         return query
     return None
 
