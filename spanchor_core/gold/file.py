@@ -18,7 +18,9 @@ included), a missing or mistyped field, an unknown ``kind`` or ``schema_version`
 lenient about *meaning*: duplicate query ids, empty or inverted spans, queries without anchors
 and empty questions are kept for :func:`~spanchor_core.gold.validate_gold` to report together.
 :attr:`GoldSet.entries` holds every query line in file order; the mapping view keeps the first
-query of each id.
+query of each id. A plain query line (what :func:`write_gold` writes) is parsed by orjson when
+that provably gives what the strict reader gives (:func:`_fast_query`); every other line, and
+every error, is the strict reader's.
 """
 
 from __future__ import annotations
