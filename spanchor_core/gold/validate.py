@@ -11,7 +11,6 @@ lines are still read, so one bad line does not hide every other problem.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,34 +68,54 @@ def preview(text: str, limit: int = 40) -> str:
     return repr(text[:half]) + "…" + repr(text[-half:])
 
 
-def _anchor_problems(anchor: Anchor, corpus: Corpus) -> Iterator[tuple[str, str]]:
-    where = f"anchor [{anchor.start}, {anchor.end}) in {anchor.document_id!r}"
-    if anchor.start < 0 or anchor.end < 0:
-        yield "negative_offset", f"{where}: offsets must not be negative"
-        return
-    if anchor.start > anchor.end:
-        yield "inverted_span", f"{where}: start is after end"
-        return
-    if anchor.start == anchor.end:
-        yield "empty_span", f"{where}: empty span covers no text"
-    if anchor.document_id not in corpus:
-        yield "unknown_document", f"{where}: the corpus has no document {anchor.document_id!r}"
-        return
-    text = corpus.text(anchor.document_id)
-    if anchor.end > len(text):
-        yield (
-            "out_of_bounds",
-            f"{where}: the document is only {len(text)} characters long{_bom_note(anchor, text)}",
+def _anchor_problems(
+    anchor: Anchor, corpus: Corpus, texts: dict[str, str | None] | None = None
+) -> list[tuple[str, str]]:
+    """What is wrong with ``anchor`` in ``corpus``, as ``(code, message)`` pairs: none for a
+    sound anchor (then no message is worded). ``texts`` keeps the documents' texts looked up
+    so far (``None`` for a document the corpus does not have), for a corpus that holds its
+    texts; without it the corpus is asked for each anchor."""
+    start, end = anchor.start, anchor.end
+    if start < 0 or end < 0:
+        return [("negative_offset", f"{_where(anchor)}: offsets must not be negative")]
+    if start > end:
+        return [("inverted_span", f"{_where(anchor)}: start is after end")]
+    found = []
+    if start == end:
+        found.append(("empty_span", f"{_where(anchor)}: empty span covers no text"))
+    document_id = anchor.document_id
+    if texts is not None and document_id in texts:
+        text = texts[document_id]
+    else:
+        text = corpus.text(document_id) if document_id in corpus else None
+        if texts is not None:
+            texts[document_id] = text
+    if text is None:
+        message = f"{_where(anchor)}: the corpus has no document {document_id!r}"
+        found.append(("unknown_document", message))
+        return found
+    if end > len(text):
+        message = (
+            f"{_where(anchor)}: the document is only {len(text)} characters long"
+            f"{_bom_note(anchor, text)}"
         )
-        return
-    actual = text[anchor.start : anchor.end]
+        found.append(("out_of_bounds", message))
+        return found
+    if start == end:
+        return found
+    actual = text[start:end]
     actual_hash = sha256_text(actual)
-    if actual_hash != anchor.hash and anchor.start != anchor.end:
-        yield (
-            "hash_mismatch",
-            f"{where}: text changed: expected hash {anchor.hash[:12]}, the text there now is "
-            f"{preview(actual)} (hash {actual_hash[:12]}){_bom_note(anchor, text)}",
+    if actual_hash != anchor.hash:
+        message = (
+            f"{_where(anchor)}: text changed: expected hash {anchor.hash[:12]}, the text there "
+            f"now is {preview(actual)} (hash {actual_hash[:12]}){_bom_note(anchor, text)}"
         )
+        found.append(("hash_mismatch", message))
+    return found
+
+
+def _where(anchor: Anchor) -> str:
+    return f"anchor [{anchor.start}, {anchor.end}) in {anchor.document_id!r}"
 
 
 def _bom_note(anchor: Anchor, text: str) -> str:
@@ -137,6 +156,8 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
         found.append((key, GoldProblem(line, query.query_id, code, message, anchor)))
 
     first_line: dict[str, int | None] = {}
+    # texts by document id, for a corpus that holds them all (a lazy one reads them again)
+    texts: dict[str, str | None] | None = {} if type(corpus) is Corpus else None
     for index, query in enumerate(gold.entries):
         if query.query_id in first_line:
             earlier = first_line[query.query_id]
@@ -152,7 +173,7 @@ def validate_gold(gold: GoldSet, corpus: Corpus) -> list[GoldProblem]:
         if not query.anchors:
             add(index, query, "no_anchors", "the query has no anchors", None)
         for position, anchor in enumerate(query.anchors):
-            for code, message in _anchor_problems(anchor, corpus):
+            for code, message in _anchor_problems(anchor, corpus, texts):
                 add(index, query, code, message, position)
     found.sort(key=lambda item: item[0])
     problems = [problem for _, problem in found]
