@@ -153,7 +153,7 @@ def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def atomic_write(
     path: str | os.PathLike[str],
-    content: str | bytes | Iterable[str | bytes],
+    content: str | bytes | Iterable[str],
     *,
     error: type[InputError] = InputError,
     what: str = "file",
@@ -162,13 +162,12 @@ def atomic_write(
     """Write ``content`` to ``path`` all or nothing: a temporary file in the same directory,
     flushed and fsynced, then renamed over the target (and the directory fsynced).
 
-    ``content`` may be an iterable of pieces (text, or bytes already in UTF-8), written one by
-    one so that a large file is never held in memory whole. A file being replaced keeps its
-    mode; a new one gets the mode ``open()`` would give it. A target that is a symbolic link, a
-    directory, a FIFO or a device is refused (:func:`check_output_target`). Temporary files left
-    by killed writers in the directory are removed by the first write into it
-    (:func:`remove_stale_temp_files`); an interrupted write removes its own. Failures raise
-    ``error`` naming the path.
+    ``content`` may be an iterable of text pieces, written one by one so that a large file
+    is never held in memory whole. A file being replaced keeps its mode; a new one gets the
+    mode ``open()`` would give it. A target that is a symbolic link, a directory, a FIFO or a
+    device is refused (:func:`check_output_target`). Temporary files left by killed writers
+    in the directory are removed by the first write into it (:func:`remove_stale_temp_files`);
+    an interrupted write removes its own. Failures raise ``error`` naming the path.
 
     ``durable=False`` skips the fsyncs: still all or nothing when the writer is killed, but a
     power cut may lose the write — for many small files that can be written again (imported
@@ -199,7 +198,7 @@ def atomic_write(
                 out.write(content.encode("utf-8"))
             else:
                 for piece in content:
-                    out.write(piece if isinstance(piece, bytes) else piece.encode("utf-8"))
+                    out.write(piece.encode("utf-8"))
             out.flush()
             if durable:
                 os.fsync(out.fileno())

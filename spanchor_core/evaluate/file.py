@@ -7,22 +7,19 @@ The file is read through the strict JSON layer (:mod:`spanchor_core._io`), dispa
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
 import json
 import math
 import os
-from collections.abc import Generator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
 
 from pydantic import ValidationError
 
 from spanchor_core._io import atomic_write, describe_validation_error, loads_strict
 from spanchor_core.errors import EvaluationFileError
-from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.file_models import (
     EvaluationFile,
     MappingModel,
@@ -176,7 +173,7 @@ def _to_file(evaluation: Evaluation) -> EvaluationFile:
     )
 
 
-def _evaluation_json_parts(evaluation: Evaluation) -> Generator[str | bytes, None, None]:
+def _evaluation_json_parts(evaluation: Evaluation) -> Iterator[str]:
     """The evaluation file's text in pieces, ending with a newline.
 
     The settings and summary part is indented JSON; each query is one compact JSON object on
@@ -196,30 +193,13 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Generator[str | bytes, Non
     scored = _scored_columns(evaluation)
     if scored is not None:  # written from the columns, no query built
         count = len(scored.ids)
-        # of many queries, the second half's lines are written on a forked child while this
-        # process writes the first (:mod:`.file_fork`); here in their turn when it gives none
-        half = count // 2 if count >= max(_FORK_QUERIES, 2) and can_fork() else count
-        helper = (
-            Forked(functools.partial(_rows_bytes, scored, half, count)) if half < count else None
+        yield (
+            head_text[: -len("\n}")]
+            + ',\n  "queries": [\n    '
+            + scored_queries_text(scored, 0, 1, "")
         )
-        try:
-            yield (
-                head_text[: -len("\n}")]
-                + ',\n  "queries": [\n    '
-                + scored_queries_text(scored, 0, 1, "")
-            )
-            for start in range(1, half, BATCH):
-                yield scored_queries_text(scored, start, min(start + BATCH, half), ",\n    ")
-            answer = None if helper is None else helper.result()
-            helper = None
-            if answer is not None:
-                yield answer[0]
-            else:
-                for start in range(half, count, BATCH):
-                    yield scored_queries_text(scored, start, min(start + BATCH, count), ",\n    ")
-        finally:
-            if helper is not None:
-                helper.close()
+        for start in range(1, count, BATCH):
+            yield scored_queries_text(scored, start, min(start + BATCH, count), ",\n    ")
         yield "\n  ]\n}\n"
         return
     # a batch of queries at a time: an evaluation held by column builds each query when asked
@@ -228,19 +208,6 @@ def _evaluation_json_parts(evaluation: Evaluation) -> Generator[str | bytes, Non
     while batch := list(itertools.islice(queries, BATCH)):
         yield queries_text(batch, ",\n    ")
     yield "\n  ]\n}\n"
-
-
-_FORK_QUERIES: Final = 4000
-"""Scored queries from which the second half of their lines is written on a forked child."""
-
-
-def _rows_bytes(scored: ScoredQueries, start: int, stop: int) -> bytes:
-    """The lines of rows ``start`` to ``stop``, each after its separator, in UTF-8: what the
-    writer's batches give for them (on a forked child, handed back as one piece)."""
-    return "".join(
-        scored_queries_text(scored, low, min(low + BATCH, stop), ",\n    ")
-        for low in range(start, stop, BATCH)
-    ).encode("utf-8")
 
 
 def write_evaluation(
@@ -256,13 +223,10 @@ def write_evaluation(
     evaluations of the same inputs.
     """
     parts = _evaluation_json_parts(redact_evaluation(evaluation) if redact else evaluation)
-    try:
-        first = next(parts)  # the validated head: a bad evaluation fails before any file exists
-        atomic_write(
-            path, itertools.chain([first], parts), error=EvaluationFileError, what="the evaluation"
-        )
-    finally:
-        parts.close()  # a child writing lines for a write that failed is let go now
+    first = next(parts)  # the validated head: a bad evaluation fails before any file exists
+    atomic_write(
+        path, itertools.chain([first], parts), error=EvaluationFileError, what="the evaluation"
+    )
 
 
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
