@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -210,13 +210,11 @@ def evaluate(
         err().print(f"warning: {escape_control(warning)}", markup=False)
     if evaluation.divergent:  # averaged here; compare and gate refuse it against one asking
         divergent = evaluation.divergent
-        shown = ", ".join(escape_control(qid) for qid in divergent[:5])
-        if len(divergent) > 5:
-            shown += f" and {len(divergent) - 5} more"
         err().print(
             f"warning: {len(divergent)} queries were asked more than once with different "
-            f"results ({shown}); each is scored as the mean of its askings (a run appended to "
-            "twice? compare and gate refuse it against a run that asked each question once)",
+            f"results ({_first_ids(divergent)}); each is scored as the mean of its askings (a "
+            "run appended to twice? compare and gate refuse it against a run that asked each "
+            "question once)",
             markup=False,
         )
     if outcome.unmapped_exceeded:
@@ -226,16 +224,21 @@ def evaluate(
         )
     if outcome.incomplete:  # exit 3 says why, --quiet or not (as the gate's untrusted line)
         missing = evaluation.missing_in_run
-        shown = ", ".join(escape_control(qid) for qid in missing[:5])
-        if len(missing) > 5:
-            shown += f" and {len(missing) - 5} more"
         err().print(
             f"untrusted: the run is incomplete: {len(missing)} of {len(evaluation)} gold queries "
-            f"have no record ({shown}); they are scored 0. Was the job interrupted, or a "
-            "retrieval made outside the recording scope?",
+            f"have no record ({_first_ids(missing)}); they are scored 0. Was the job "
+            "interrupted, or a retrieval made outside the recording scope?",
             markup=False,
         )
     raise typer.Exit(outcome.exit_code)
+
+
+def _first_ids(ids: Sequence[str], shown: int = 5) -> str:
+    """``"q1, q2, q3, q4, q5 and 12 more"``: enough ids to look one up, a line however many."""
+    from spanchor_core._escape import escape_control  # as the commands import it: when used
+
+    text = ", ".join(escape_control(qid) for qid in ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _print_comparison(
