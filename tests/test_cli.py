@@ -78,7 +78,7 @@ def test_evaluate_warns_of_askings_that_differ(
     code, _, err = run_cli(capsys, "evaluate", DOCS, GOLD, str(run), "-q")
     assert code == 0
     if differ:
-        assert "warning: 3 queries were asked more than once with different results (" in err
+        assert "warning: 3 queries were asked more than once and scored differently (" in err
     else:
         assert "asked more than once" not in err
 

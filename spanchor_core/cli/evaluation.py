@@ -211,8 +211,8 @@ def evaluate(
     if evaluation.divergent:  # averaged here; compare and gate refuse it against one asking
         divergent = evaluation.divergent
         err().print(
-            f"warning: {len(divergent)} queries were asked more than once with different "
-            f"results ({_first_ids(divergent)}); each is scored as the mean of its askings (a "
+            f"warning: {len(divergent)} queries were asked more than once and scored "
+            f"differently ({_first_ids(divergent)}); each is scored as the mean of its askings (a "
             "run appended to twice? compare and gate refuse it against a run that asked each "
             "question once)",
             markup=False,
