@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -209,10 +209,12 @@ def evaluate(
     for warning in evaluation.warnings:
         err().print(f"warning: {escape_control(warning)}", markup=False)
     if evaluation.divergent:  # averaged here; compare and gate refuse it against one asking
+        from spanchor_core.render.text import first_ids
+
         divergent = evaluation.divergent
         err().print(
             f"warning: {len(divergent)} queries were asked more than once and scored "
-            f"differently ({_first_ids(divergent)}); each is scored as the mean of its askings (a "
+            f"differently ({first_ids(divergent)}); each is scored as the mean of its askings (a "
             "run appended to twice? compare and gate refuse it against a run that asked each "
             "question once)",
             markup=False,
@@ -223,22 +225,16 @@ def evaluate(
             f"{max_unmapped_rate:.1%}: check that the run was made from these documents"
         )
     if outcome.incomplete:  # exit 3 says why, --quiet or not (as the gate's untrusted line)
+        from spanchor_core.render.text import first_ids
+
         missing = evaluation.missing_in_run
         err().print(
             f"untrusted: the run is incomplete: {len(missing)} of {len(evaluation)} gold queries "
-            f"have no record ({_first_ids(missing)}); they are scored 0. Was the job "
+            f"have no record ({first_ids(missing)}); they are scored 0. Was the job "
             "interrupted, or a retrieval made outside the recording scope?",
             markup=False,
         )
     raise typer.Exit(outcome.exit_code)
-
-
-def _first_ids(ids: Sequence[str], shown: int = 5) -> str:
-    """``"q1, q2, q3, q4, q5 and 12 more"``: enough ids to look one up, a line however many."""
-    from spanchor_core._escape import escape_control  # as the commands import it: when used
-
-    text = ", ".join(escape_control(qid) for qid in ids[:shown])
-    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _print_comparison(

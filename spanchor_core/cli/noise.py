@@ -52,11 +52,11 @@ def _table(outcome: NoiseOutcome) -> Table:
 
 
 def _summary(outcome: NoiseOutcome, floor: bool) -> list[str]:
+    from spanchor_core.render.text import first_ids
+
     report = outcome.report
     ids = outcome.flaky_queries
-    listed = ", ".join(ids[:_SHOWN]) + (
-        f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else ""
-    )
+    listed = first_ids(ids, _SHOWN, escape=str)
     gated = ", ".join(outcome.gated) or "none"
     return [
         f"{len(report.baselines)} baselines, {report.queries} queries held by all of them",

@@ -245,6 +245,15 @@ def in_sentence(text: str, start: int, end: int, *, limit: int, context: int = 1
     return InSentence(_fold(before) + lead, shown.text, trail + _fold(after).rstrip())
 
 
+def first_ids(
+    ids: Sequence[str], shown: int = 5, escape: Callable[[str], str] = escape_control
+) -> str:
+    """``"q1, q2, q3, q4, q5 and 12 more"``: the first ``shown`` ids (each through ``escape``)
+    and how many are left, for a line that names enough ids to look one up however many."""
+    text = ", ".join(escape(qid) for qid in ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
 def more_text(shown: int, total: int, what: str = "") -> str:
     """``"… and N more"`` (``N = total - shown``), followed by ``what`` if given."""
     return f"… and {total - shown} more{' ' + what if what else ''}"
