@@ -37,6 +37,7 @@ from typing import Final
 from spanchor_core.evaluate.collect import CollectedPart, Collector
 from spanchor_core.evaluate.file_fork import Forked, can_fork
 from spanchor_core.evaluate.model import ProgressCallback
+from spanchor_core.evaluate.warm_up import warm_short_indexes
 from spanchor_core.locate import Locator
 from spanchor_core.runs import RunStream
 
@@ -87,6 +88,8 @@ def collect_in_parts(
         collector.locator = Locator(collector.corpus)
     # built once here, before forking: every child inherits it instead of building its own
     collector.locator.build_index(normalised=True)
+    # and, for a run of short texts, the indexes they are found through (else built by each)
+    warm_short_indexes(collector.locator, stream, *ranges[0])
     stream.records_read = 0
     stream.warnings = []
     children: list[Forked[_Answer]] = []

@@ -21,6 +21,7 @@ from spanchor_core.locate.normalised import normalised_stage
 from spanchor_core.locate.normalised_view import NormalisedView
 from spanchor_core.locate.prepare import prepare, prepare_batch
 from spanchor_core.locate.resolve import Pending
+from spanchor_core.locate.sampled import SampledIndex
 from spanchor_core.locate.settings import LocatorSettings, TieBreak
 from spanchor_core.spans import DocSpan
 
@@ -182,6 +183,22 @@ class Locator:
         self._ctx.exact_index()
         if normalised:
             self._ctx.normalised_view()
+
+    def build_short_index(self, *, normalised: bool = False) -> SampledIndex:
+        """Build now the sampled index that texts shorter than :attr:`min_indexed_length` are
+        found through (of the canonical texts, or of the normalised stream), and return it.
+
+        Otherwise it is built on the first batch that holds many such texts, about a second
+        for 50 MB; a run read on several forked processes builds it here first, so that they
+        inherit one index instead of building one each. Which way a text is found never
+        changes its location, so building it early changes nothing but when the time is
+        spent."""
+        return self._ctx.scanner.build_sampled(normalised=normalised)
+
+    def use_short_index(self, index: SampledIndex, *, normalised: bool = False) -> None:
+        """Adopt ``index``, what :meth:`build_short_index` returned for this corpus and these
+        settings (in another process: it pickles), unless this locator has its own already."""
+        self._ctx.scanner.adopt_sampled(index, normalised=normalised)
 
     def decide_without_search(self, request: LocateRequest) -> Location | None:
         """The location of ``request`` when it needs no search — an explicit span, offsets that

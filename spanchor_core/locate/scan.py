@@ -68,19 +68,41 @@ class CorpusScanner:
             seen = self._passes[view] > 0 or self._sampled[1 - view] is not None
             repeated = seen and wanted >= _SCAN_BATCH_MIN
             if built is None and (repeated or wanted >= _SAMPLED_AT_ONCE):
-                hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
-                blocks = code_blocks(self.documents, normalised=normalised)
-                low = None
-                # the probes' bytes of the canonical text from the same pass (the normalised
-                # stage sees only the few texts the exact one did not place: there the bytes
-                # wait for their candidates, as before)
-                if not normalised and self._low_bytes[view] is None:
-                    blocks, low = LowBytes.alongside(blocks, self.documents.total)
-                built = SampledIndex(hasher, blocks, self.documents.total)
-                self._sampled[view] = built
-                if low is not None and low.complete:
-                    self._low_bytes[view] = low
+                built = self._build_sampled(view)
             return built
+
+    def build_sampled(self, *, normalised: bool) -> SampledIndex:
+        """The sampled index of the text (or of its normalised stream), built now if it is not
+        yet: for a caller that knows a run of short texts is coming (before forking, so that
+        every process inherits one index instead of building its own)."""
+        view = int(normalised)
+        with self._lock:
+            built = self._sampled[view]
+            return built if built is not None else self._build_sampled(view)
+
+    def adopt_sampled(self, index: SampledIndex, *, normalised: bool) -> None:
+        """Use ``index``, the sampled index of this corpus's text (or normalised stream) built
+        elsewhere (:meth:`build_sampled` on a forked copy of this scanner)."""
+        with self._lock:
+            if self._sampled[int(normalised)] is None:
+                self._sampled[int(normalised)] = index
+
+    def _build_sampled(self, view: int) -> SampledIndex:
+        """Build the sampled index of ``view`` (1: the normalised stream); the lock is held."""
+        normalised = bool(view)
+        hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
+        blocks = code_blocks(self.documents, normalised=normalised)
+        low = None
+        # the probes' bytes of the canonical text from the same pass (the normalised
+        # stage sees only the few texts the exact one did not place: there the bytes
+        # wait for their candidates, as before)
+        if not normalised and self._low_bytes[view] is None:
+            blocks, low = LowBytes.alongside(blocks, self.documents.total)
+        built = SampledIndex(hasher, blocks, self.documents.total)
+        self._sampled[view] = built
+        if low is not None and low.complete:
+            self._low_bytes[view] = low
+        return built
 
     def probe(self, texts: list[str], candidates: int, *, normalised: bool) -> Probe | None:
         """A probe of ``texts`` (``None``: not worth one) against the low bytes of the text (or

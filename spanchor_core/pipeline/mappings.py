@@ -16,6 +16,7 @@ from collections.abc import Hashable, Sequence
 from spanchor_core.locate import LocateRequest, Location, Locator, NearMatch
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.normalised_view import NormalisedView
+from spanchor_core.locate.sampled import SampledIndex
 
 __all__ = ["SharedMappings"]
 
@@ -81,6 +82,12 @@ class SharedMappings(Locator):
 
     def decide_without_search(self, request: LocateRequest) -> Location | None:
         return self.base.decide_without_search(request)
+
+    def build_short_index(self, *, normalised: bool = False) -> SampledIndex:
+        return self.base.build_short_index(normalised=normalised)
+
+    def use_short_index(self, index: SampledIndex, *, normalised: bool = False) -> None:
+        self.base.use_short_index(index, normalised=normalised)
 
     def built_indexes(self) -> tuple[MinimizerIndex | None, NormalisedView | None]:
         return self.base.built_indexes()

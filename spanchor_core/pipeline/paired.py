@@ -35,6 +35,7 @@ from spanchor_core.evaluate.scoring import (
     finish_scoring,
     start_scoring,
 )
+from spanchor_core.evaluate.warm_up import warm_short_indexes
 from spanchor_core.gold import GoldSet
 from spanchor_core.locate import Locator
 from spanchor_core.pipeline.mappings import SharedMappings
@@ -79,6 +80,7 @@ def score_paired(
     :class:`~spanchor_core.locate.Locator` on ``corpus``."""
     mapper = SharedMappings(locator)
     mapper.build_index(normalised=True)  # once, before forking: the child inherits it
+    warm_short_indexes(mapper, streams[0], *halves[0][0])  # the short-text ones too, if needed
     try:
         scorings = [
             start_scoring(

@@ -1,0 +1,191 @@
+"""The short-text indexes built once before a run is read on forked processes
+(``evaluate/warm_up``): built for a run of short texts (the normalised one on a helper child),
+not for an ordinary run, inherited by the children instead of built by each, and never a
+change to the evaluation or to the error a bad run file gets."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spanchor_core.corpus import Corpus
+from spanchor_core.errors import RunError
+from spanchor_core.evaluate import evaluate_file, write_evaluation
+from spanchor_core.evaluate.file_fork import can_fork
+from spanchor_core.evaluate.model import Evaluation
+from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+from spanchor_core.locate import Locator
+from spanchor_core.locate.sampled import SampledIndex
+from spanchor_core.locate.scan import CorpusScanner
+from spanchor_core.pipeline.mappings import SharedMappings
+from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader, iter_run, write_run
+from tests.fork_spy import count_forks
+
+warm_up = importlib.import_module("spanchor_core.evaluate.warm_up")
+
+pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork and two CPUs")
+
+_RNG = random.Random(7)
+_WORDS = [
+    "".join(_RNG.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(_RNG.randint(2, 9)))
+    for _ in range(400)
+]
+
+
+def _prose(words: int) -> str:
+    return " ".join(_RNG.choice(_WORDS) for _ in range(words)) + "."
+
+
+CORPUS = Corpus.from_texts({f"d{i}": _prose(3_000) for i in range(4)})
+GOLD = GoldSet(
+    [
+        GoldQuery(
+            f"q{i}",
+            f"question {i}?",
+            (Anchor.from_span(CORPUS, f"d{i % 4}", 100 * i, 100 * i + 60),),
+        )
+        for i in range(40)
+    ]
+)
+
+
+def _run(path: Path, length: tuple[int, int], *, absent: int = 5) -> Path:
+    """40 queries x 15 results cut from the corpus, ``length`` characters long; one in
+    ``absent`` is fresh prose (found nowhere)."""
+    rng = random.Random(11)
+    records = []
+    for i in range(40):
+        results = []
+        for rank in range(1, 16):
+            size = rng.randint(*length)
+            if rank % absent == 0:
+                text = "zq " * (size // 3)
+            else:
+                doc = CORPUS[f"d{rng.randrange(4)}"].text
+                at = rng.randrange(len(doc) - size)
+                text = doc[at : at + size]
+            results.append(RetrievedResult(rank=rank, text=text))
+        records.append(RetrievalRecord(f"q{i}", f"question {i}?", tuple(results)))
+    write_run(Run(RunHeader(), records), path)
+    return path
+
+
+def _text(evaluation: Evaluation, path: Path) -> str:
+    write_evaluation(evaluation, path)
+    return re.sub(r'"created_at": "[^"]*"', '"created_at": ""', path.read_text("utf-8"))
+
+
+def _sampled(locator: Locator) -> list[SampledIndex | None]:
+    return list(locator._ctx.scanner._sampled)
+
+
+def _whole_file(path: Path) -> tuple[int, int]:
+    stream = iter_run(path)
+    return stream.record_ranges(2)[0][0], stream.bytes_total
+
+
+def test_a_run_of_short_texts_gets_both_indexes_the_normalised_one_from_a_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _run(tmp_path / "short.jsonl", (20, 50))
+    spy = count_forks(monkeypatch, warm_up)
+    locator = Locator(CORPUS)
+    assert warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    exact, normalised = _sampled(locator)
+    assert exact is not None
+    assert normalised is not None
+    assert (spy.started, spy.answered) == (1, 1)
+    # the child's index is the one this process would have built
+    here = Locator(CORPUS).build_short_index(normalised=True)
+    assert np.array_equal(normalised.index.packed, here.index.packed)
+    assert normalised.pos_bits == here.pos_bits
+
+
+def test_an_ordinary_run_builds_nothing_and_forks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _run(tmp_path / "long.jsonl", (200, 400))
+    spy = count_forks(monkeypatch, warm_up)
+    locator = Locator(CORPUS)
+    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert _sampled(locator) == [None, None]
+    assert spy.started == 0
+
+
+def test_a_few_short_texts_among_long_ones_are_not_worth_the_indexes(tmp_path: Path) -> None:
+    path = _run(tmp_path / "long.jsonl", (200, 400))
+    lines = path.read_text("utf-8").split("\n")
+    # one short text in the whole sample: under one in SHORT_SHARE
+    lines[1] = lines[1].replace('"rank":1,"text":"', '"rank":1,"text":"tiny text. ', 1)
+    first = lines[1].split('"text":"', 1)[1].split('"', 1)[0]
+    lines[1] = lines[1].replace(first, "tiny text.", 1)
+    path.write_text("\n".join(lines), "utf-8")
+    locator = Locator(CORPUS)
+    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert _sampled(locator) == [None, None]
+
+
+def test_a_helper_that_gives_nothing_leaves_the_build_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _run(tmp_path / "short.jsonl", (20, 50))
+    monkeypatch.setattr(warm_up.Forked, "result", lambda self: None)
+    locator = Locator(CORPUS)
+    assert warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert all(index is not None for index in _sampled(locator))
+
+
+def test_a_bad_first_record_is_left_to_the_real_read(tmp_path: Path) -> None:
+    path = _run(tmp_path / "short.jsonl", (20, 50))
+    lines = path.read_text("utf-8").split("\n")
+    lines[1] = '{"query_id": "q1", "query": "x", "results": [}'
+    path.write_text("\n".join(lines), "utf-8")
+    locator = Locator(CORPUS)
+    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    with pytest.raises(RunError) as one:
+        evaluate_file(CORPUS, GOLD, path, jobs=1)
+    with pytest.raises(RunError) as parts:
+        evaluate_file(CORPUS, GOLD, path, jobs=2)
+    assert str(parts.value) == str(one.value)
+    assert parts.value.line == 2
+
+
+def test_the_children_inherit_the_indexes_and_the_evaluation_is_the_one_process_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the parent and the reading child built both indexes each (four builds); now
+    two, the exact one here and the normalised one on the helper child."""
+    path = _run(tmp_path / "short.jsonl", (20, 50))
+    one = _text(evaluate_file(CORPUS, GOLD, path, jobs=1), tmp_path / "one.json")
+    log = tmp_path / "builds.log"
+    build = CorpusScanner._build_sampled
+
+    def logged(self: CorpusScanner, view: int) -> SampledIndex:
+        with open(log, "a", encoding="utf-8") as out:  # the children append too
+            out.write(f"{os.getpid()} {view}\n")
+        return build(self, view)
+
+    monkeypatch.setattr(CorpusScanner, "_build_sampled", logged)
+    parts = _text(evaluate_file(CORPUS, GOLD, path, jobs=2), tmp_path / "parts.json")
+    assert parts == one
+    builds = log.read_text("utf-8").split()
+    views = sorted(builds[1::2])
+    assert views == ["0", "1"]
+    assert builds[0] == str(os.getpid())  # the exact one here, the normalised one elsewhere
+    assert builds[2] != str(os.getpid())
+
+
+def test_shared_mappings_hand_the_indexes_to_their_base(tmp_path: Path) -> None:
+    base = Locator(CORPUS)
+    shared = SharedMappings(base)
+    built = shared.build_short_index(normalised=False)
+    assert _sampled(base)[0] is built
+    other = Locator(CORPUS)
+    SharedMappings(other).use_short_index(built, normalised=True)
+    assert _sampled(other)[1] is built
