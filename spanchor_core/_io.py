@@ -153,7 +153,7 @@ def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def atomic_write(
     path: str | os.PathLike[str],
-    content: str | bytes | Iterable[str],
+    content: str | bytes | memoryview | Iterable[str],
     *,
     error: type[InputError] = InputError,
     what: str = "file",
@@ -192,7 +192,7 @@ def atomic_write(
     temp = Path(temp_name)
     try:
         with os.fdopen(handle, "wb") as out:
-            if isinstance(content, bytes):
+            if isinstance(content, bytes | memoryview):  # a memoryview: an array's own bytes
                 out.write(content)
             elif isinstance(content, str):
                 out.write(content.encode("utf-8"))

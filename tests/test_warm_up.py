@@ -20,6 +20,7 @@ from spanchor_core.evaluate import evaluate_file, write_evaluation
 from spanchor_core.evaluate.file_fork import can_fork
 from spanchor_core.evaluate.model import Evaluation
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
+from spanchor_core.index_store import persistent_locator
 from spanchor_core.locate import Locator
 from spanchor_core.locate.sampled import SampledIndex
 from spanchor_core.locate.scan import CorpusScanner
@@ -174,11 +175,15 @@ def test_the_children_inherit_the_indexes_and_the_evaluation_is_the_one_process_
     monkeypatch.setattr(CorpusScanner, "_build_sampled", logged)
     parts = _text(evaluate_file(CORPUS, GOLD, path, jobs=2), tmp_path / "parts.json")
     assert parts == one
-    builds = log.read_text("utf-8").split()
-    views = sorted(builds[1::2])
-    assert views == ["0", "1"]
-    assert builds[0] == str(os.getpid())  # the exact one here, the normalised one elsewhere
-    assert builds[2] != str(os.getpid())
+    # (pid, view) of each build, in whatever order the two processes logged them
+    builds = sorted(
+        (int(view), int(pid))
+        for pid, view in (line.split() for line in log.read_text("utf-8").splitlines())
+    )
+    assert [view for view, _ in builds] == [0, 1]
+    # the canonical text's here, the normalised stream's on the helper child
+    assert builds[0][1] == os.getpid()
+    assert builds[1][1] != os.getpid()
 
 
 def test_shared_mappings_hand_the_indexes_to_their_base(tmp_path: Path) -> None:
@@ -189,3 +194,18 @@ def test_shared_mappings_hand_the_indexes_to_their_base(tmp_path: Path) -> None:
     other = Locator(CORPUS)
     SharedMappings(other).use_short_index(built, normalised=True)
     assert _sampled(other)[1] is built
+
+
+def test_indexes_kept_in_the_cache_are_mapped_here_without_a_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _run(tmp_path / "short.jsonl", (20, 50))
+    cache = tmp_path / "cache"
+    first = persistent_locator(CORPUS, cache)
+    assert warm_up.warm_short_indexes(first, iter_run(path), *_whole_file(path))
+    spy = count_forks(monkeypatch, warm_up)
+    again = persistent_locator(CORPUS, cache)
+    assert again.short_indexes_kept()
+    assert warm_up.warm_short_indexes(again, iter_run(path), *_whole_file(path))
+    assert spy.started == 0
+    assert all(index is not None for index in _sampled(again))

@@ -11,9 +11,11 @@ So before forking, the first results of the run are looked at. When enough of th
 that every process would build the indexes on its first batches anyway, they are built now —
 the canonical one here, the normalised one meanwhile on a forked child that hands it back
 (:class:`~spanchor_core.evaluate.file_fork.Forked`; should it give nothing, it is built here)
-— and every process inherits both. Which index finds a text never changes its location
-(:mod:`spanchor_core.locate.find`), so a wrong guess costs time, never a result; and reading
-the sample never raises: a bad record is left for the real read to report, at its line.
+— and every process inherits both. A locator of the persistent index cache keeps them in its
+entry once built (:mod:`spanchor_core.index_store.short`): the next run maps them. Which
+index finds a text never changes its location (:mod:`spanchor_core.locate.find`), so a wrong
+guess costs time, never a result; and reading the sample never raises: a bad record is left
+for the real read to report, at its line.
 """
 
 from __future__ import annotations
@@ -66,9 +68,10 @@ def warm_short_indexes(locator: Locator, stream: RunStream, start: int, stop: in
         return False
     if not short or short * SHORT_SHARE < sampled:
         return False
+    kept = locator.short_indexes_kept()  # in the index cache: mapped, not built (no helper)
     helper = (
         Forked(functools.partial(locator.build_short_index, normalised=True))
-        if can_fork()
+        if can_fork() and not kept
         else None
     )
     try:

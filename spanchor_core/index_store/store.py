@@ -40,6 +40,7 @@ import numpy as np
 from spanchor_core._version import __version__
 from spanchor_core.corpus import Corpus
 from spanchor_core.errors import InputError
+from spanchor_core.index_store.short import SHORT_PREFIX, ShortEntry
 from spanchor_core.locate import Locator
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.normalised_view import NormalisedView
@@ -214,9 +215,11 @@ def persistent_locator(
     """
     locator = Locator(corpus, **settings)
     root = cache_dir(cache)
+    key = entry_key(corpus.fingerprint, locator.kgram, locator.window)
+    # the short-text indexes, should a run need them, are kept in the entry too
+    locator.keep_short_indexes(ShortEntry(root / key, corpus.total_chars))
     found = load_indexes(corpus, root, kgram=locator.kgram, window=locator.window)
     if found is None:
-        key = entry_key(corpus.fingerprint, locator.kgram, locator.window)
         try:
             root.mkdir(parents=True, exist_ok=True)
             with _locked(root / f"{key}.lock"):
@@ -307,11 +310,20 @@ def index_entries(cache: str | os.PathLike[str] | None = None) -> list[IndexEntr
                 window=int(meta.get("window", 0)),
                 documents=int(meta.get("documents", 0)),
                 chars=int(meta.get("chars", 0)),
-                nbytes=int(meta.get("nbytes", 0)),
+                nbytes=int(meta.get("nbytes", 0)) + _short_nbytes(directory),
                 build_seconds=float(meta.get("build_seconds", 0.0)),
             )
         )
     return entries
+
+
+def _short_nbytes(directory: Path) -> int:
+    """Bytes of the short-text indexes kept in the entry (:mod:`.short`), counted with it."""
+    total = 0
+    for path in directory.glob(f"{SHORT_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
 
 
 def clear_cache(

@@ -22,6 +22,7 @@ from spanchor_core.locate.normalised_view import NormalisedView
 from spanchor_core.locate.prepare import prepare, prepare_batch
 from spanchor_core.locate.resolve import Pending
 from spanchor_core.locate.sampled import SampledIndex
+from spanchor_core.locate.scan import ShortIndexStore
 from spanchor_core.locate.settings import LocatorSettings, TieBreak
 from spanchor_core.spans import DocSpan
 
@@ -194,6 +195,18 @@ class Locator:
         changes its location, so building it early changes nothing but when the time is
         spent."""
         return self._ctx.scanner.build_sampled(normalised=normalised)
+
+    def keep_short_indexes(self, store: ShortIndexStore | None) -> None:
+        """Take the short-text indexes from ``store`` before building them, and keep them there
+        once built (the persistent index cache does this for the locators it gives out); ``None``:
+        build them in memory."""
+        self._ctx.scanner.store = store
+
+    def short_indexes_kept(self) -> bool:
+        """Whether both short-text indexes are built, or kept where :meth:`keep_short_indexes`
+        points: then :meth:`build_short_index` costs next to nothing."""
+        scanner = self._ctx.scanner
+        return scanner.sampled_kept(normalised=False) and scanner.sampled_kept(normalised=True)
 
     def use_short_index(self, index: SampledIndex, *, normalised: bool = False) -> None:
         """Adopt ``index``, what :meth:`build_short_index` returned for this corpus and these

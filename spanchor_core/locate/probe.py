@@ -35,7 +35,7 @@ U64 = npt.NDArray[np.uint64]
 class LowBytes:
     """The low byte of each code point of one virtual text, in one ``bytearray``."""
 
-    data: bytearray  # bytearray.find searches it like a string
+    data: bytearray | U8  # one byte per character (kept from an earlier build: an array)
     words: U64  # every run of 8 bytes as one little-endian word
 
     def __init__(self, blocks: Iterator[npt.NDArray[np.uint32]], total: int) -> None:
@@ -44,6 +44,22 @@ class LowBytes:
         for codes in blocks:
             self._add(codes)
         self._finish()
+
+    @classmethod
+    def from_array(cls, low: U8) -> LowBytes:
+        """The bytes kept earlier of the same text (the persistent index cache), used as they
+        are: ``low`` (one ``uint8`` per character) is not copied."""
+        kept = cls.__new__(cls)
+        kept.data = low
+        words = max(0, len(low) - PROBE_CHARS + 1)
+        kept.words = np.ndarray((words,), dtype="<u8", buffer=low, strides=(1,))
+        kept.complete = True
+        return kept
+
+    @property
+    def low(self) -> U8:
+        """The bytes as a ``uint8`` array (the same memory), to keep them."""
+        return np.frombuffer(self.data, dtype=np.uint8)
 
     @classmethod
     def alongside(

@@ -100,6 +100,22 @@ class SampledIndex:
         self.index = MinimizerIndex(table, self.pos_bits)
         self.buckets = Buckets(table)  # the lookups of many texts' k-grams at once
 
+    @classmethod
+    def from_table(
+        cls, hasher: KgramHasher, table: npt.NDArray[np.uint64], pos_bits: int
+    ) -> SampledIndex:
+        """The index whose sorted ``table`` (``index.packed``) and ``pos_bits`` were kept from
+        an earlier build of the same text (the persistent index cache); ``table`` is used as it
+        is, not copied (a memory-mapped file's pages are then shared between processes)."""
+        if hasher.k != SAMPLE_K:  # pragma: no cover - internal invariant
+            raise ValueError("the sampled index needs a SAMPLE_K hasher")
+        index = cls.__new__(cls)
+        index.hasher = hasher
+        index.pos_bits = pos_bits
+        index.index = MinimizerIndex(table, pos_bits)
+        index.buckets = Buckets(table)
+        return index
+
     @property
     def nbytes(self) -> int:
         return self.index.nbytes + self.buckets.nbytes

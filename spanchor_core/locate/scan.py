@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Final
+from typing import Final, NamedTuple, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from spanchor_core.locate.copies import CopyMap
 from spanchor_core.locate.documents import BLOCK_CHARS, CorpusTexts, Occurrence
@@ -26,13 +27,32 @@ from spanchor_core.locate.probe import LowBytes, Probe
 from spanchor_core.locate.sampled import SAMPLE_K, SampledIndex, code_blocks
 from spanchor_core.locate.text import code_points, fold, non_space_mask, normalise
 
-__all__ = ["CorpusScanner"]
+__all__ = ["CorpusScanner", "KeptShortIndex", "ShortIndexStore"]
 
 _SCAN_K: Final = 12  # k-gram of the shared scan for texts too short for the index
 _SCAN_K_MIN: Final = 4  # shorter normalised texts use a regular-expression scan
 _SCAN_BATCH_MIN: Final = 16  # fewer exact texts than this: one str.find scan each
 _SAMPLED_AT_ONCE: Final = 256  # this many short texts in one batch: index them at once
 _PROBE_SHARE: Final = 64  # low bytes kept past one enumerated candidate per this many characters
+
+
+class KeptShortIndex(NamedTuple):
+    """A sampled index as kept across runs: its sorted table and ``pos_bits``, and for the
+    canonical text the probes' low bytes built with it (``None`` for the normalised stream)."""
+
+    table: npt.NDArray[np.uint64]
+    pos_bits: int
+    low: npt.NDArray[np.uint8] | None
+
+
+class ShortIndexStore(Protocol):
+    """Where a scanner keeps its sampled indexes across processes and runs (the persistent
+    index cache, :mod:`spanchor_core.index_store`); this layer itself reads and writes no file.
+    Neither method raises: a store that cannot give or take an index says ``None`` or drops it."""
+
+    def load(self, *, normalised: bool) -> KeptShortIndex | None: ...
+
+    def save(self, kept: KeptShortIndex, *, normalised: bool) -> None: ...
 
 
 class CorpusScanner:
@@ -50,6 +70,8 @@ class CorpusScanner:
         self._probed = [0, 0]  # candidates enumerated so far without low bytes, per view
         self._copies: CopyMap | None = None
         self._normalised_text: str | None = None
+        self.store: ShortIndexStore | None = None
+        """Where the sampled indexes are taken from before building and kept after."""
 
     def sampled_index(self, *, normalised: bool, wanted: int) -> SampledIndex | None:
         """The sampled k-gram index of the text (or of its normalised stream), for ``wanted``
@@ -80,6 +102,13 @@ class CorpusScanner:
             built = self._sampled[view]
             return built if built is not None else self._build_sampled(view)
 
+    def sampled_kept(self, *, normalised: bool) -> bool:
+        """Whether the sampled index of the text (or of its normalised stream) is built, or
+        kept in :attr:`store` (then building it only maps the kept one)."""
+        if self._sampled[int(normalised)] is not None:
+            return True
+        return self.store is not None and self.store.load(normalised=normalised) is not None
+
     def adopt_sampled(self, index: SampledIndex, *, normalised: bool) -> None:
         """Use ``index``, the sampled index of this corpus's text (or normalised stream) built
         elsewhere (:meth:`build_sampled` on a forked copy of this scanner)."""
@@ -88,9 +117,18 @@ class CorpusScanner:
                 self._sampled[int(normalised)] = index
 
     def _build_sampled(self, view: int) -> SampledIndex:
-        """Build the sampled index of ``view`` (1: the normalised stream); the lock is held."""
+        """Build the sampled index of ``view`` (1: the normalised stream), or take it from the
+        store, where it is kept once built; the lock is held."""
         normalised = bool(view)
         hasher = self._hashers.setdefault(SAMPLE_K, KgramHasher(SAMPLE_K))
+        store = self.store
+        kept = None if store is None else store.load(normalised=normalised)
+        if kept is not None:
+            built = SampledIndex.from_table(hasher, kept.table, kept.pos_bits)
+            self._sampled[view] = built
+            if kept.low is not None and self._low_bytes[view] is None:
+                self._low_bytes[view] = LowBytes.from_array(kept.low)
+            return built
         blocks = code_blocks(self.documents, normalised=normalised)
         low = None
         # the probes' bytes of the canonical text from the same pass (the normalised
@@ -102,6 +140,12 @@ class CorpusScanner:
         self._sampled[view] = built
         if low is not None and low.complete:
             self._low_bytes[view] = low
+        if store is not None:
+            kept_low = self._low_bytes[view]
+            low_array = None if normalised or kept_low is None else kept_low.low
+            store.save(
+                KeptShortIndex(built.index.packed, built.pos_bits, low_array), normalised=normalised
+            )
         return built
 
     def probe(self, texts: list[str], candidates: int, *, normalised: bool) -> Probe | None:

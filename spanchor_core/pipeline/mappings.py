@@ -17,6 +17,7 @@ from spanchor_core.locate import LocateRequest, Location, Locator, NearMatch
 from spanchor_core.locate.index import MinimizerIndex
 from spanchor_core.locate.normalised_view import NormalisedView
 from spanchor_core.locate.sampled import SampledIndex
+from spanchor_core.locate.scan import ShortIndexStore
 
 __all__ = ["SharedMappings"]
 
@@ -88,6 +89,12 @@ class SharedMappings(Locator):
 
     def use_short_index(self, index: SampledIndex, *, normalised: bool = False) -> None:
         self.base.use_short_index(index, normalised=normalised)
+
+    def keep_short_indexes(self, store: ShortIndexStore | None) -> None:
+        self.base.keep_short_indexes(store)
+
+    def short_indexes_kept(self) -> bool:
+        return self.base.short_indexes_kept()
 
     def built_indexes(self) -> tuple[MinimizerIndex | None, NormalisedView | None]:
         return self.base.built_indexes()
