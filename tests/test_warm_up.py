@@ -56,9 +56,10 @@ GOLD = GoldSet(
 )
 
 
-def _run(path: Path, length: tuple[int, int], *, absent: int = 5) -> Path:
+def _run(path: Path, length: tuple[int, int], *, absent: int = 5, offsets: bool = False) -> Path:
     """40 queries x 15 results cut from the corpus, ``length`` characters long; one in
-    ``absent`` is fresh prose (found nowhere)."""
+    ``absent`` is fresh prose (found nowhere); with ``offsets``, the others name their document
+    and offsets (as a LlamaIndex node or a chunk with ``start_index`` does)."""
     rng = random.Random(11)
     records = []
     for i in range(40):
@@ -66,12 +67,18 @@ def _run(path: Path, length: tuple[int, int], *, absent: int = 5) -> Path:
         for rank in range(1, 16):
             size = rng.randint(*length)
             if rank % absent == 0:
-                text = "zq " * (size // 3)
+                results.append(RetrievedResult(rank=rank, text="zq " * (size // 3)))
+                continue
+            name = f"d{rng.randrange(4)}"
+            doc = CORPUS[name].text
+            at = rng.randrange(len(doc) - size)
+            text = doc[at : at + size]
+            if offsets:
+                results.append(
+                    RetrievedResult(rank=rank, text=text, document_id=name, start=at, end=at + size)
+                )
             else:
-                doc = CORPUS[f"d{rng.randrange(4)}"].text
-                at = rng.randrange(len(doc) - size)
-                text = doc[at : at + size]
-            results.append(RetrievedResult(rank=rank, text=text))
+                results.append(RetrievedResult(rank=rank, text=text))
         records.append(RetrievalRecord(f"q{i}", f"question {i}?", tuple(results)))
     write_run(Run(RunHeader(), records), path)
     return path
@@ -117,6 +124,15 @@ def test_an_ordinary_run_builds_nothing_and_forks_nothing(
     assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
     assert _sampled(locator) == [None, None]
     assert spy.started == 0
+
+
+def test_short_texts_placed_by_their_offsets_are_not_worth_the_indexes(tmp_path: Path) -> None:
+    """A run whose short chunks carry their document and offsets is placed by them, not
+    searched: none of them counts (before: the indexes were built for it, a second each)."""
+    path = _run(tmp_path / "placed.jsonl", (20, 50), absent=40, offsets=True)
+    locator = Locator(CORPUS)
+    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert _sampled(locator) == [None, None]
 
 
 def test_a_few_short_texts_among_long_ones_are_not_worth_the_indexes(tmp_path: Path) -> None:

@@ -55,11 +55,12 @@ def warm_short_indexes(locator: Locator, stream: RunStream, start: int, stop: in
         records = stream.part_fields(start, stop)
         try:
             for fields in itertools.islice(records, SAMPLE_RESULTS):
-                for text, *_ in fields.results:
+                for text, document_id, offset, _ in fields.results:
                     if text is None:
                         continue
                     sampled += 1
-                    short += len(text) < shortest
+                    # a result with its document and offsets is mostly placed by them, unsearched
+                    short += len(text) < shortest and (document_id is None or offset is None)
                 if sampled >= SAMPLE_RESULTS or (sampled >= _CLEAR_AFTER and not short):
                     break
         finally:
