@@ -67,7 +67,9 @@ def _message_text(message: Any) -> str | None:
         role, content = message.get("role") or message.get("type"), message.get("content")
     else:
         role, content = getattr(message, "type", None), getattr(message, "content", None)
-    if role in _HUMAN_ROLES and isinstance(content, str):
+    # a role is a string: anything else (a ``(Document, score)`` pair read as a message) is
+    # no human message, and may not even hash
+    if isinstance(role, str) and role in _HUMAN_ROLES and isinstance(content, str):
         return content
     return None
 

@@ -404,3 +404,23 @@ def test_assign_chain_records_the_reranked_list_not_the_state_it_hands_on(tmp_pa
         assert record.source == "rerank"
         assert "\n\n".join(str(r.text) for r in record.results) == shown
         assert len(record.results) == 2
+
+
+def test_a_chain_given_document_score_pairs_records_them_without_a_failure(
+    tmp_path: Path,
+) -> None:
+    # A rerank step run on its own, fed what ``similarity_search_with_score`` returns: its input
+    # is a list ending in a ``(Document, score)`` pair, which the question finder read as a
+    # ``(role, content)`` message and tested for a role by hashing the Document (TypeError:
+    # the handler counted a failure and the step's documents went unrecorded).
+    pairs = STORE.similarity_search_with_score(QUESTIONS[0], k=3)
+    rerank = RunnableLambda(lambda found: [doc for doc, _ in reversed(found)]).with_config(
+        run_name="rerank"
+    )
+    handler = SpanchorCallbackHandler(tmp_path / "run.jsonl", gold=GOLD)
+    shown = rerank.invoke(pairs, config={"callbacks": [handler]})
+    handler.close()
+    assert handler.failures == 0
+    (record,) = read_run(tmp_path / "run.jsonl").records
+    assert record.source == "rerank"
+    assert [r.text for r in record.results] == [d.page_content for d in shown]
