@@ -414,9 +414,11 @@ def test_a_chain_given_document_score_pairs_records_them_without_a_failure(
     # ``(role, content)`` message and tested for a role by hashing the Document (TypeError:
     # the handler counted a failure and the step's documents went unrecorded).
     pairs = STORE.similarity_search_with_score(QUESTIONS[0], k=3)
-    rerank = RunnableLambda(lambda found: [doc for doc, _ in reversed(found)]).with_config(
-        run_name="rerank"
-    )
+
+    def reverse(found: list[tuple[Document, float]]) -> list[Document]:
+        return [doc for doc, _ in reversed(found)]
+
+    rerank = RunnableLambda(reverse).with_config(run_name="rerank")
     handler = SpanchorCallbackHandler(tmp_path / "run.jsonl", gold=GOLD)
     shown = rerank.invoke(pairs, config={"callbacks": [handler]})
     handler.close()
