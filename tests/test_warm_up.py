@@ -19,6 +19,7 @@ from spanchor_core.errors import RunError
 from spanchor_core.evaluate import evaluate_file, write_evaluation
 from spanchor_core.evaluate.file_fork import can_fork
 from spanchor_core.evaluate.model import Evaluation
+from spanchor_core.evaluate.warm_up import warm_short_indexes
 from spanchor_core.gold import Anchor, GoldQuery, GoldSet
 from spanchor_core.index_store import persistent_locator
 from spanchor_core.locate import Locator
@@ -26,7 +27,7 @@ from spanchor_core.locate.sampled import SampledIndex
 from spanchor_core.locate.scan import CorpusScanner
 from spanchor_core.pipeline.mappings import SharedMappings
 from spanchor_core.runs import RetrievalRecord, RetrievedResult, Run, RunHeader, iter_run, write_run
-from tests.fork_spy import count_forks
+from tests.fork_spy import ForkSpy, count_forks
 
 warm_up = importlib.import_module("spanchor_core.evaluate.warm_up")
 
@@ -93,18 +94,28 @@ def _sampled(locator: Locator) -> list[SampledIndex | None]:
     return list(locator._ctx.scanner._sampled)
 
 
-def _whole_file(path: Path) -> tuple[int, int]:
+def _warm(locator: Locator, path: Path) -> bool:
+    """The warm-up on the whole of the run file at ``path``."""
     stream = iter_run(path)
-    return stream.record_ranges(2)[0][0], stream.bytes_total
+    start = stream.record_ranges(2)[0][0]
+    return warm_short_indexes(locator, stream, start, stream.bytes_total)
+
+
+def _warmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: tuple[int, int]
+) -> tuple[bool, Locator, ForkSpy]:
+    """The warm-up of a fresh locator on a run of texts of ``length``, and the forks it made."""
+    path = _run(tmp_path / "run.jsonl", length)
+    spy = count_forks(monkeypatch, warm_up)
+    locator = Locator(CORPUS)
+    return _warm(locator, path), locator, spy
 
 
 def test_a_run_of_short_texts_gets_both_indexes_the_normalised_one_from_a_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _run(tmp_path / "short.jsonl", (20, 50))
-    spy = count_forks(monkeypatch, warm_up)
-    locator = Locator(CORPUS)
-    assert warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    warmed, locator, spy = _warmed(tmp_path, monkeypatch, (20, 50))
+    assert warmed
     exact, normalised = _sampled(locator)
     assert exact is not None
     assert normalised is not None
@@ -118,12 +129,9 @@ def test_a_run_of_short_texts_gets_both_indexes_the_normalised_one_from_a_child(
 def test_an_ordinary_run_builds_nothing_and_forks_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _run(tmp_path / "long.jsonl", (200, 400))
-    spy = count_forks(monkeypatch, warm_up)
-    locator = Locator(CORPUS)
-    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
-    assert _sampled(locator) == [None, None]
-    assert spy.started == 0
+    warmed, locator, spy = _warmed(tmp_path, monkeypatch, (200, 400))
+    assert not warmed
+    assert (_sampled(locator), spy.started) == ([None, None], 0)
 
 
 def test_short_texts_placed_by_their_offsets_are_not_worth_the_indexes(tmp_path: Path) -> None:
@@ -131,7 +139,7 @@ def test_short_texts_placed_by_their_offsets_are_not_worth_the_indexes(tmp_path:
     searched: none of them counts (before: the indexes were built for it, a second each)."""
     path = _run(tmp_path / "placed.jsonl", (20, 50), absent=40, offsets=True)
     locator = Locator(CORPUS)
-    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert not _warm(locator, path)
     assert _sampled(locator) == [None, None]
 
 
@@ -144,7 +152,7 @@ def test_a_few_short_texts_among_long_ones_are_not_worth_the_indexes(tmp_path: P
     lines[1] = lines[1].replace(first, "tiny text.", 1)
     path.write_text("\n".join(lines), "utf-8")
     locator = Locator(CORPUS)
-    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert not _warm(locator, path)
     assert _sampled(locator) == [None, None]
 
 
@@ -154,7 +162,7 @@ def test_a_helper_that_gives_nothing_leaves_the_build_to_this_process(
     path = _run(tmp_path / "short.jsonl", (20, 50))
     monkeypatch.setattr(warm_up.Forked, "result", lambda self: None)
     locator = Locator(CORPUS)
-    assert warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert _warm(locator, path)
     assert all(index is not None for index in _sampled(locator))
 
 
@@ -164,7 +172,7 @@ def test_a_bad_first_record_is_left_to_the_real_read(tmp_path: Path) -> None:
     lines[1] = '{"query_id": "q1", "query": "x", "results": [}'
     path.write_text("\n".join(lines), "utf-8")
     locator = Locator(CORPUS)
-    assert not warm_up.warm_short_indexes(locator, iter_run(path), *_whole_file(path))
+    assert not _warm(locator, path)
     with pytest.raises(RunError) as one:
         evaluate_file(CORPUS, GOLD, path, jobs=1)
     with pytest.raises(RunError) as parts:
@@ -218,10 +226,10 @@ def test_indexes_kept_in_the_cache_are_mapped_here_without_a_helper(
     path = _run(tmp_path / "short.jsonl", (20, 50))
     cache = tmp_path / "cache"
     first = persistent_locator(CORPUS, cache)
-    assert warm_up.warm_short_indexes(first, iter_run(path), *_whole_file(path))
+    assert _warm(first, path)
     spy = count_forks(monkeypatch, warm_up)
     again = persistent_locator(CORPUS, cache)
     assert again.short_indexes_kept()
-    assert warm_up.warm_short_indexes(again, iter_run(path), *_whole_file(path))
+    assert _warm(again, path)
     assert spy.started == 0
     assert all(index is not None for index in _sampled(again))
