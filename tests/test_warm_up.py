@@ -143,17 +143,21 @@ def test_short_texts_placed_by_their_offsets_are_not_worth_the_indexes(tmp_path:
     assert _sampled(locator) == [None, None]
 
 
-def test_a_few_short_texts_among_long_ones_are_not_worth_the_indexes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("short", "warmed"), [(1, False), (18, False), (19, True)])
+def test_a_few_short_texts_among_long_ones_are_not_worth_the_indexes(
+    tmp_path: Path, short: int, warmed: bool
+) -> None:
+    """600 results: the indexes are built from one short text in ``SHORT_SHARE`` (19), not
+    below (18, or a single one)."""
     path = _run(tmp_path / "long.jsonl", (200, 400))
     lines = path.read_text("utf-8").split("\n")
-    # one short text in the whole sample: under one in SHORT_SHARE
-    lines[1] = lines[1].replace('"rank":1,"text":"', '"rank":1,"text":"tiny text. ', 1)
-    first = lines[1].split('"text":"', 1)[1].split('"', 1)[0]
-    lines[1] = lines[1].replace(first, "tiny text.", 1)
+    for n in range(short):  # the first result of the first ``short`` records made short
+        head, rest = lines[1 + n].split('"text":"', 1)
+        lines[1 + n] = head + '"text":"tiny text.' + rest[rest.index('"') :]
     path.write_text("\n".join(lines), "utf-8")
     locator = Locator(CORPUS)
-    assert not _warm(locator, path)
-    assert _sampled(locator) == [None, None]
+    assert _warm(locator, path) is warmed
+    assert (_sampled(locator) == [None, None]) is not warmed
 
 
 def test_a_helper_that_gives_nothing_leaves_the_build_to_this_process(

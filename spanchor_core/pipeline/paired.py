@@ -80,8 +80,8 @@ def score_paired(
     :class:`~spanchor_core.locate.Locator` on ``corpus``."""
     mapper = SharedMappings(locator)
     mapper.build_index(normalised=True)  # once, before forking: the child inherits it
-    warm_short_indexes(mapper, streams[0], *halves[0][0])  # the short-text ones too, if needed
     try:
+        warm_short_indexes(mapper, streams[0], *halves[0][0])  # the short-text ones, if needed
         scorings = [
             start_scoring(
                 corpus,
